@@ -1,0 +1,208 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// maxFindings bounds the findings listed per anomaly so that a thoroughly
+// broken run still yields a readable results.json; the counts stay exact.
+const maxFindings = 100
+
+// forever stands for "no bound": a lease without expiry, or one whose end
+// depends on an operation of unknown outcome.
+const forever int64 = math.MaxInt64
+
+// Check audits a history: lease overlaps (double-grant), releases and
+// extends of leases that had expired (foreign-release), the protected
+// resource (stale-write, fencing, lost-update), liveness after healing
+// (stuck-lock), and per-operation stats. A malformed history (a completion
+// without an invoke, a second invoke while one is outstanding) is an error
+// naming the event's index.
+func Check(events []history.Event, opts Options) (Result, error) {
+	ops, err := pairOps(events)
+	if err != nil {
+		return Result{}, err
+	}
+	c := newChecker(events, ops, opts)
+	c.auditLeases()
+	c.auditResource()
+	c.auditLiveness()
+	return c.result(), nil
+}
+
+// checker carries one Check's state between the audits.
+type checker struct {
+	events []history.Event
+	ops    []op
+	slack  int64
+	faults []fault
+
+	// acquires maps key+token to its acquire attempt, a granted one if the
+	// token was (wrongly) used twice.
+	acquires map[tokenKey]*op
+	// uses maps key+token to the extends and releases of it, in invoke order.
+	uses map[tokenKey][]*op
+	// leases holds each key's grants, sorted by the start of their window.
+	leases map[string][]*lease
+
+	res              Result
+	found            []found
+	listed, unlisted map[string]int
+}
+
+// found is a Finding with what it is sorted by.
+type found struct {
+	Finding
+	at, first int64
+}
+
+func newChecker(events []history.Event, ops []op, opts Options) *checker {
+	c := &checker{
+		events:   events,
+		ops:      ops,
+		slack:    int64(opts.Slack),
+		faults:   faultWindows(events),
+		acquires: make(map[tokenKey]*op),
+		uses:     make(map[tokenKey][]*op),
+		leases:   make(map[string][]*lease),
+		listed:   make(map[string]int),
+		unlisted: make(map[string]int),
+	}
+	c.res.Anomalies = make(map[string]int, len(AnomalyNames))
+	for _, name := range AnomalyNames {
+		c.res.Anomalies[name] = 0
+	}
+	return c
+}
+
+// report counts one anomaly and lists it, up to maxFindings per anomaly.
+// ps are event positions in the history, in any order, repeats allowed.
+func (c *checker) report(anomaly, key string, ps []int, narrative string) {
+	c.res.Anomalies[anomaly]++
+	c.list(anomaly, key, ps, narrative)
+}
+
+func (c *checker) list(anomaly, key string, ps []int, narrative string) {
+	if c.listed[anomaly] >= maxFindings {
+		c.unlisted[anomaly]++
+		return
+	}
+	c.listed[anomaly]++
+	slices.Sort(ps)
+	ps = slices.Compact(ps)
+	f := found{Finding: Finding{Anomaly: anomaly, Key: key, Events: make([]int, len(ps))}}
+	for i, p := range ps {
+		f.Events[i] = c.events[p].Index
+	}
+	if len(ps) > 0 {
+		first, last := c.events[ps[0]], c.events[ps[len(ps)-1]]
+		f.at, f.first = first.Time, int64(first.Index)
+		narrative += c.faultsDuring(first.Time, last.Time)
+	}
+	f.Narrative = narrative
+	c.found = append(c.found, f)
+}
+
+func (c *checker) note(format string, args ...any) {
+	c.res.Notes = append(c.res.Notes, fmt.Sprintf(format, args...))
+}
+
+func (c *checker) result() Result {
+	r := c.res
+	r.Stats = opStats(c.ops)
+	if r.Liveness == "" {
+		r.Liveness = LivenessNotChecked
+	}
+	sort.SliceStable(c.found, func(i, j int) bool {
+		a, b := c.found[i], c.found[j]
+		if a.at != b.at {
+			return a.at < b.at
+		}
+		return a.first < b.first
+	})
+	r.Findings = make([]Finding, len(c.found))
+	for i, f := range c.found {
+		r.Findings[i] = f.Finding
+	}
+	for _, name := range AnomalyNames {
+		if n := c.unlisted[name]; n > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("%d more %s findings are counted but not listed", n, name))
+		}
+	}
+	r.Valid = Valid
+	for _, n := range r.Anomalies {
+		if n > 0 {
+			r.Valid = Invalid
+		}
+	}
+	return r
+}
+
+// positions lists the invoke and, if any, the completion of each op.
+func positions(ops ...*op) []int {
+	var ps []int
+	for _, o := range ops {
+		if o == nil {
+			continue
+		}
+		ps = append(ps, o.inv)
+		if o.finished() {
+			ps = append(ps, o.done)
+		}
+	}
+	return ps
+}
+
+// secs formats a history time the way narratives do.
+func secs(t int64) string {
+	if t == forever {
+		return "never"
+	}
+	return fmt.Sprintf("%.3f s", float64(t)/1e9)
+}
+
+func who(o *op) string {
+	return fmt.Sprintf("client %d (process %s)", o.client, o.process)
+}
+
+// grantee names an acquire's key, token and fence as narratives do.
+func grantee(o *op) string { return o.key + " " + token(o) }
+
+func token(o *op) string {
+	s := "token " + o.token
+	if o.token == "" {
+		s = "(no token)"
+	}
+	if o.fence != 0 {
+		s += fmt.Sprintf(" (fence %d)", o.fence)
+	}
+	return s
+}
+
+// count writes n and noun, plural unless n is 1.
+func count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func value(v *int64) string {
+	if v == nil {
+		return "?"
+	}
+	return fmt.Sprint(*v)
+}
+
+// plus adds d to t, keeping forever forever.
+func plus(t, d int64) int64 {
+	if t == forever || d == forever || (d > 0 && t > forever-d) {
+		return forever
+	}
+	return t + d
+}

@@ -1,0 +1,120 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// auditResource checks what the protected resource accepted: writes from
+// superseded holders (stale-write), writes fencing refused, and the counter.
+func (c *checker) auditResource() {
+	var accepted []*op
+	for i := range c.ops {
+		o := &c.ops[i]
+		if o.kind != history.Write {
+			continue
+		}
+		switch o.outcome {
+		case history.OK:
+			accepted = append(accepted, o)
+		case history.Fail:
+			c.res.Fencing.Rejected++
+		}
+		// An info write never reached the resource: nothing to audit.
+	}
+	// The resource's order is the order of its acceptances, which the
+	// recorder stamps together with the effect.
+	sort.Slice(accepted, func(i, j int) bool { return accepted[i].done < accepted[j].done })
+	c.auditStaleWrites(accepted)
+	c.auditCounter(accepted)
+}
+
+// auditStaleWrites flags an accepted write whose grant is certainly older
+// than that of a write the resource had already accepted for the same key:
+// the newer grant's acquire began after the older one's had completed, so
+// the older holder's lease was over by the time the newer holder wrote.
+func (c *checker) auditStaleWrites(accepted []*op) {
+	type newest struct{ grant, write *op }
+	latest := make(map[string]newest)
+	for _, w := range accepted {
+		g := c.grantOf(w)
+		if g == nil {
+			continue
+		}
+		n, seen := latest[w.key]
+		if seen && n.grant.invT > g.doneT {
+			narrative := fmt.Sprintf("%s %s acquired %s; %s %s acquired %s, asking at %s, after the first grant; "+
+				"%s the resource accepted the second holder's write (stored %s); "+
+				"%s the resource accepted the first holder's write (stored %s) after the newer holder's",
+				secs(g.doneT), who(g), grantee(g),
+				secs(n.grant.doneT), who(n.grant), grantee(n.grant), secs(n.grant.invT),
+				secs(n.write.doneT), value(n.write.stored),
+				secs(w.doneT), value(w.stored))
+			c.report(StaleWrite, w.key, positions(g, n.grant, n.write, w), narrative)
+		}
+		if !seen || g.invT > n.grant.invT {
+			latest[w.key] = newest{g, w}
+		}
+	}
+}
+
+// grantOf is the granted acquire a write claims to hold, or nil.
+func (c *checker) grantOf(w *op) *op {
+	if w.token == "" {
+		return nil
+	}
+	if g := c.acquires[tokenKey{w.key, w.token}]; g != nil && g.outcome == history.OK {
+		return g
+	}
+	return nil
+}
+
+// auditCounter compares the number of acknowledged increments with the
+// value the counter ended at. Each write stores the value it read plus one,
+// so two acknowledged writes that stored the same value overwrote each other.
+func (c *checker) auditCounter(accepted []*op) {
+	c.res.Counter.Acknowledged = len(accepted)
+	if len(accepted) == 0 {
+		return
+	}
+	last := accepted[len(accepted)-1]
+	if last.stored == nil {
+		c.note("the last acknowledged write (event %d) carries no stored value; the counter is taken as 0", c.events[last.done].Index)
+	} else {
+		c.res.Counter.Final = *last.stored
+	}
+	lost := int64(len(accepted)) - c.res.Counter.Final
+	if lost <= 0 {
+		return
+	}
+	c.res.Anomalies[LostUpdate] = int(lost)
+
+	const examples = 3
+	first := make(map[int64]*op)
+	var overwrites []string
+	ps := positions(last)
+	for _, w := range accepted {
+		if w.stored == nil {
+			continue
+		}
+		f, dup := first[*w.stored]
+		if !dup {
+			first[*w.stored] = w
+			continue
+		}
+		if len(overwrites) < examples {
+			overwrites = append(overwrites, fmt.Sprintf("value %d was stored by %s at %s and again by %s at %s",
+				*w.stored, who(f), secs(f.doneT), who(w), secs(w.doneT)))
+			ps = append(ps, positions(f, w)...)
+		}
+	}
+	narrative := fmt.Sprintf("%s acknowledged but the counter ends at %d (last write at %s): %s lost",
+		count(int64(len(accepted)), "write"), c.res.Counter.Final, secs(last.doneT), count(lost, "update"))
+	if len(overwrites) > 0 {
+		narrative += "; " + strings.Join(overwrites, "; ")
+	}
+	c.list(LostUpdate, "", ps, narrative)
+}

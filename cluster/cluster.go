@@ -1,0 +1,117 @@
+// Package cluster starts the Redis topologies a run tests, built from nodes
+// that a backend provides. The local backend (the default) runs redis-server
+// processes on 127.0.0.1; every node can be stopped, killed, restarted on
+// the same port and directory, paused and resumed, which is what the
+// process faults need.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Persistence modes a node can run with.
+const (
+	PersistNone      = "none"
+	PersistAOFAlways = "aof-always"
+)
+
+// Persistences lists the valid persistence modes.
+var Persistences = []string{PersistNone, PersistAOFAlways}
+
+// Topologies and backends this build knows.
+var (
+	Topologies = []string{"single"}
+	Backends   = []string{"local"}
+)
+
+// Node is one Redis server.
+type Node interface {
+	Name() string
+	// Addr is the server's own host:port. Clients never use it directly:
+	// they go through a proxy so that the link can be faulted.
+	Addr() string
+	Kill() error
+	// Restart starts a killed or stopped node on the same port and directory.
+	Restart(ctx context.Context) error
+	Pause() error
+	Resume() error
+	Stop() error
+	Running() bool
+}
+
+// Spec says what to start.
+type Spec struct {
+	Topology    string
+	Backend     string
+	Persistence string
+	// Dir holds one directory per node (data and log).
+	Dir string
+}
+
+// Cluster is a started topology.
+type Cluster struct {
+	Topology string
+	Nodes    []Node
+}
+
+// Validate reports the first unknown name in the spec, listing the valid ones.
+func (s Spec) Validate() error {
+	if err := OneOf("topology", s.Topology, Topologies); err != nil {
+		return err
+	}
+	if err := OneOf("backend", s.Backend, Backends); err != nil {
+		return err
+	}
+	return OneOf("persistence", s.Persistence, Persistences)
+}
+
+// OneOf returns an error naming the bad value and the valid ones when v is
+// not among them.
+func OneOf(what, v string, valid []string) error {
+	for _, ok := range valid {
+		if v == ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown %s %q (valid: %s)", what, v, strings.Join(valid, ", "))
+}
+
+// Start starts every node of the topology and waits until each answers PING.
+// On error, whatever started is stopped again.
+func Start(ctx context.Context, s Spec) (*Cluster, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{Topology: s.Topology}
+	n, err := StartLocal(ctx, "n1", filepath.Join(s.Dir, "n1"), s.Persistence)
+	if err != nil {
+		return nil, err
+	}
+	c.Nodes = append(c.Nodes, n)
+	return c, nil
+}
+
+// Node returns the node with the given name.
+func (c *Cluster) Node(name string) (Node, error) {
+	var names []string
+	for _, n := range c.Nodes {
+		if n.Name() == name {
+			return n, nil
+		}
+		names = append(names, n.Name())
+	}
+	return nil, fmt.Errorf("no node %q (nodes: %s)", name, strings.Join(names, ", "))
+}
+
+// Close stops every node. Paused nodes are resumed first so they can exit.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, n := range c.Nodes {
+		errs = append(errs, n.Stop())
+	}
+	return errors.Join(errs...)
+}

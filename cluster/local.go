@@ -1,0 +1,257 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockharness/lockharness/internal/proc"
+)
+
+// LocalNode is a redis-server child process on 127.0.0.1.
+type LocalNode struct {
+	name        string
+	dir         string
+	port        int
+	persistence string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
+}
+
+// StartLocal starts redis-server on a free port with its data and log in dir.
+func StartLocal(ctx context.Context, name, dir, persistence string) (*LocalNode, error) {
+	if err := OneOf("persistence", persistence, Persistences); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	n := &LocalNode{name: name, dir: dir, port: port, persistence: persistence}
+	if err := n.start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (n *LocalNode) Name() string { return n.name }
+func (n *LocalNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
+
+// LogPath is the node's redis log.
+func (n *LocalNode) LogPath() string { return filepath.Join(n.dir, "redis.log") }
+
+func (n *LocalNode) args() []string {
+	a := []string{
+		"--bind", "127.0.0.1",
+		"--port", strconv.Itoa(n.port),
+		"--dir", n.dir,
+		"--logfile", n.LogPath(),
+		"--daemonize", "no",
+		"--protected-mode", "no",
+		"--save", "",
+	}
+	if n.persistence == PersistAOFAlways {
+		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		a = append(a, "--appendonly", "no")
+	}
+	return a
+}
+
+func (n *LocalNode) start(ctx context.Context) error {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return fmt.Errorf("redis-server not found on PATH (run `make setup`): %w", err)
+	}
+	if n.persistence == PersistNone {
+		// A restart without persistence must come back empty, whatever an
+		// earlier configuration left behind.
+		os.RemoveAll(filepath.Join(n.dir, "appendonlydir"))
+		os.Remove(filepath.Join(n.dir, "dump.rdb"))
+	}
+	cmd := exec.Command(bin, n.args()...)
+	cmd.Dir = n.dir
+	if err := proc.Start(cmd); err != nil {
+		return fmt.Errorf("node %s: start redis-server: %w", n.name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		proc.Forget(cmd)
+		close(exited)
+	}()
+	n.mu.Lock()
+	n.cmd, n.exited, n.paused = cmd, exited, false
+	n.mu.Unlock()
+	if err := n.waitReady(ctx, exited); err != nil {
+		n.Kill()
+		return err
+	}
+	return nil
+}
+
+func (n *LocalNode) waitReady(ctx context.Context, exited <-chan struct{}) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if Ping(n.Addr(), 200*time.Millisecond) == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("node %s: redis-server exited during start-up; log %s ends:\n%s", n.name, n.LogPath(), tail(n.LogPath(), 5))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: no PONG from %s within 15s; log %s", n.name, n.Addr(), n.LogPath())
+		}
+	}
+}
+
+// Ping sends a RESP PING and wants +PONG back; a LOADING reply is not ready.
+func Ping(addr string, timeout time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+func tail(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+func (n *LocalNode) current() (*exec.Cmd, chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd, n.exited
+}
+
+// Running reports whether the process is alive (paused counts as alive).
+func (n *LocalNode) Running() bool {
+	_, exited := n.current()
+	if exited == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to be gone: a crash, with no
+// chance to write anything more to disk.
+func (n *LocalNode) Kill() error {
+	cmd, exited := n.current()
+	if cmd == nil {
+		return nil
+	}
+	if err := proc.Kill(cmd); err != nil {
+		return fmt.Errorf("node %s: kill: %w", n.name, err)
+	}
+	return n.waitExit(exited)
+}
+
+func (n *LocalNode) waitExit(exited <-chan struct{}) error {
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("node %s: still running 10s after SIGKILL", n.name)
+	}
+}
+
+// Stop shuts the node down with SIGTERM (resuming it first if paused) and
+// falls back to SIGKILL.
+func (n *LocalNode) Stop() error {
+	cmd, exited := n.current()
+	if cmd == nil || !n.Running() {
+		return nil
+	}
+	syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+	syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(3 * time.Second):
+		return n.Kill()
+	}
+}
+
+// Restart starts the node again on the same port and directory. With
+// persistence none it comes back empty; with aof-always it replays its AOF.
+func (n *LocalNode) Restart(ctx context.Context) error {
+	if n.Running() {
+		return fmt.Errorf("node %s: restart while running", n.name)
+	}
+	return n.start(ctx)
+}
+
+// Pause freezes the server with SIGSTOP, as a long GC or VM stall would.
+func (n *LocalNode) Pause() error { return n.signal(syscall.SIGSTOP, true) }
+
+// Resume thaws a paused server.
+func (n *LocalNode) Resume() error { return n.signal(syscall.SIGCONT, false) }
+
+func (n *LocalNode) signal(sig syscall.Signal, paused bool) error {
+	cmd, _ := n.current()
+	if cmd == nil || !n.Running() {
+		return fmt.Errorf("node %s: not running", n.name)
+	}
+	if err := syscall.Kill(cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("node %s: %v: %w", n.name, sig, err)
+	}
+	n.mu.Lock()
+	n.paused = paused
+	n.mu.Unlock()
+	return nil
+}

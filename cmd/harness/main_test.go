@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestBadNamesListTheValidOnes(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--lock", "nosuch"}, `unknown lock "nosuch" (valid: cad, del, fenced, naive, renew)`},
+		{[]string{"run", "--nemesis", "nosuch"}, `unknown nemesis "nosuch" (valid: kill-client, kill-node, latency, none, partition, pause-client, pause-node)`},
+		{[]string{"run", "--topology", "ring"}, `unknown topology "ring" (valid: single)`},
+		{[]string{"run", "--persistence", "rdb"}, `unknown persistence "rdb" (valid: none, aof-always)`},
+		{[]string{"run", "--ttl", "soon"}, `"soon" is not a duration`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, help)`},
+	}
+	for _, c := range cases {
+		var stdout, stderr bytes.Buffer
+		code := run(c.args, &stdout, &stderr)
+		if code != exitHarness {
+			t.Errorf("%v: exit %d, want %d", c.args, code, exitHarness)
+		}
+		if !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: stderr %q lacks %q", c.args, stderr.String(), c.want)
+		}
+	}
+}
+
+func TestRunHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"run", "--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, flag := range []string{"-lock", "-nemesis", "-clients", "-time-limit", "-ttl", "-hold", "-seed", "-persistence", "-store", "-name"} {
+		if !strings.Contains(stderr.String(), flag) {
+			t.Errorf("help lacks %s", flag)
+		}
+	}
+}

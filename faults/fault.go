@@ -1,0 +1,135 @@
+// Package faults injects the failures a run is tested under: network faults
+// through an embedded toxiproxy (one proxy per link), process faults on nodes
+// and clients, and the seeded schedule (the nemesis) that decides when each
+// happens and records every start and end in the history.
+//
+// Adding a fault is one file with a Fault value and one line in Registry.
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
+)
+
+// Registry lists every fault the nemesis can inject.
+var Registry = []Fault{
+	partition, latency, pauseNode, killNode, pauseClient, killClient,
+}
+
+// None is the nemesis name for a run without faults.
+const None = "none"
+
+// Fault is one kind of failure.
+type Fault struct {
+	Name    string
+	Summary string
+	// Run injects the fault once, holds it, heals it, and records its window
+	// with env.Begin and the returned end. It must heal before returning,
+	// also when ctx is cancelled.
+	Run func(ctx context.Context, env *Env, rng *rand.Rand) error
+}
+
+// Clients is what client faults need from the workload.
+type Clients interface {
+	// Freeze waits for a client to stop at the named pause point.
+	Freeze(ctx context.Context, point string) (client int, resume, kill func() error, err error)
+	// KillPoint is the pause point where a client crash hurts this recipe most.
+	KillPoint() string
+	// AwaitGrant returns the slot of the next client granted the lock.
+	AwaitGrant(ctx context.Context) (int, error)
+}
+
+// Env is what faults act on.
+type Env struct {
+	Cluster *cluster.Cluster
+	Net     *Network
+	Clients Clients
+	Rec     *history.Recorder
+	// NumClients is the number of client slots; ClientLinks gives a slot's
+	// links to the nodes.
+	NumClients  int
+	ClientLinks func(slot int) []*Link
+	TTL         time.Duration
+	// Log reports progress to the person running the harness.
+	Log func(format string, args ...any)
+}
+
+// Begin records the start of a fault window and returns the function that
+// records its end.
+func (e *Env) Begin(fault, target, detail string) func(detail string) {
+	start := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.Start, Target: target, Detail: detail})
+	e.Log("%7.3fs  %-13s start  %s %s", start.At().Seconds(), fault, target, detail)
+	return func(endDetail string) {
+		end := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.End, Target: target, Detail: endDetail})
+		e.Log("%7.3fs  %-13s end    %s %s", end.At().Seconds(), fault, target, endDetail)
+	}
+}
+
+// Lookup parses a comma-separated nemesis list. "none" alone means no faults.
+func Lookup(list string) ([]Fault, error) {
+	var out []Fault
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == None {
+			if list != None {
+				return nil, fmt.Errorf("nemesis %q: \"none\" cannot be combined with faults", list)
+			}
+			return nil, nil
+		}
+		f, ok := find(name)
+		if !ok {
+			return nil, fmt.Errorf("unknown nemesis %q (valid: %s)", name, strings.Join(Names(), ", "))
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func find(name string) (Fault, bool) {
+	for _, f := range Registry {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Fault{}, false
+}
+
+// Names lists "none" and every fault, sorted.
+func Names() []string {
+	names := []string{None}
+	for _, f := range Registry {
+		names = append(names, f.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// sleep waits for d or until ctx ends, and reports whether it waited fully.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// between draws a duration uniformly in [lo, hi].
+func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(rng.Int63n(int64(hi-lo)+1))
+}
+
+// scale multiplies d by f.
+func scale(d time.Duration, f float64) time.Duration { return time.Duration(float64(d) * f) }

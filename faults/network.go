@@ -1,0 +1,137 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+)
+
+// Network is an embedded toxiproxy with one proxy per link. Nothing talks to
+// a node except through a link, so any link can be cut or slowed alone.
+type Network struct {
+	server *toxiproxy.ApiServer
+	mu     sync.Mutex
+	links  map[string]*Link
+}
+
+// Link is one proxied connection path, such as client 2 → n1.
+type Link struct {
+	Name  string
+	proxy *toxiproxy.Proxy
+	mu    sync.Mutex
+	toxic []string
+}
+
+// NewNetwork starts an embedded toxiproxy with no proxies.
+func NewNetwork() *Network {
+	// Metrics stay off: a nil container panics, and registering Prometheus
+	// collectors twice panics too.
+	return &Network{
+		server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
+		links:  map[string]*Link{},
+	}
+}
+
+// Link creates (or returns) the proxy named name that forwards to upstream.
+func (n *Network) Link(name, upstream string) (*Link, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if l, ok := n.links[name]; ok {
+		return l, nil
+	}
+	p := toxiproxy.NewProxy(n.server, name, "127.0.0.1:0", upstream)
+	if err := n.server.Collection.Add(p, true); err != nil {
+		return nil, fmt.Errorf("link %s: %w", name, err)
+	}
+	l := &Link{Name: name, proxy: p}
+	n.links[name] = l
+	return l, nil
+}
+
+// Links returns every link whose name has the prefix, sorted by name.
+func (n *Network) Links(prefix string) []*Link {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*Link
+	for name, l := range n.links {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// HealAll removes every toxic from every link.
+func (n *Network) HealAll() {
+	for _, l := range n.Links("") {
+		l.Heal()
+	}
+}
+
+// Close stops every proxy and closes their connections.
+func (n *Network) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.server.Collection.Clear()
+	n.links = map[string]*Link{}
+}
+
+// Addr is where clients connect to use the link.
+func (l *Link) Addr() string { return l.proxy.Listen }
+
+// Blackhole drops everything in both directions, like a partition that
+// loses packets: connections stay open and requests go unanswered.
+func (l *Link) Blackhole() error {
+	return l.both("timeout", map[string]any{"timeout": 0})
+}
+
+// Delay adds d of latency in each direction (toxiproxy's latency is one-way).
+func (l *Link) Delay(d time.Duration) error {
+	return l.both("latency", map[string]any{"latency": d.Milliseconds(), "jitter": 0})
+}
+
+func (l *Link) both(kind string, attrs map[string]any) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, stream := range []string{"upstream", "downstream"} {
+		name := kind + "_" + stream
+		js := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`,
+			name, kind, stream, attrsJSON(attrs))
+		if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+			return fmt.Errorf("link %s: add %s: %w", l.Name, name, err)
+		}
+		l.toxic = append(l.toxic, name)
+	}
+	return nil
+}
+
+func attrsJSON(attrs map[string]any) string {
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%q:%v", k, attrs[k])
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// Heal removes the link's toxics. Removing a blackhole closes the
+// connections it held, so clients reconnect.
+func (l *Link) Heal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, name := range l.toxic {
+		l.proxy.Toxics.RemoveToxic(context.Background(), name)
+	}
+	l.toxic = nil
+}

@@ -1,0 +1,89 @@
+package faults
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+func startNode(t *testing.T) cluster.Node {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed; run `make setup`")
+	}
+	n, err := cluster.StartLocal(context.Background(), "n1", t.TempDir(), cluster.PersistNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop() })
+	return n
+}
+
+func TestLinkBlackholeAndHeal(t *testing.T) {
+	n := startNode(t)
+	net := NewNetwork()
+	defer net.Close()
+	l, err := net.Link("c0-n1", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := net.Link("c1-n1", n.Addr())
+	if err := cluster.Ping(l.Addr(), time.Second); err != nil {
+		t.Fatalf("healthy link: %v", err)
+	}
+	if err := l.Blackhole(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Ping(l.Addr(), 300*time.Millisecond); err == nil {
+		t.Fatal("PING answered through a blackholed link")
+	}
+	if err := cluster.Ping(other.Addr(), time.Second); err != nil {
+		t.Fatalf("a partition of one link cut another: %v", err)
+	}
+	l.Heal()
+	if err := cluster.Ping(l.Addr(), time.Second); err != nil {
+		t.Fatalf("healed link: %v", err)
+	}
+}
+
+func TestLinkDelayIsBothWays(t *testing.T) {
+	n := startNode(t)
+	net := NewNetwork()
+	defer net.Close()
+	l, _ := net.Link("c0-n1", n.Addr())
+	if err := l.Delay(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := cluster.Ping(l.Addr(), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if rtt := time.Since(start); rtt < 200*time.Millisecond {
+		t.Errorf("round trip %v with 100ms each way, want at least 200ms", rtt)
+	}
+	net.HealAll()
+	start = time.Now()
+	cluster.Ping(l.Addr(), time.Second)
+	if rtt := time.Since(start); rtt > 100*time.Millisecond {
+		t.Errorf("round trip %v after heal", rtt)
+	}
+}
+
+func TestLookupNemesis(t *testing.T) {
+	fs, err := Lookup("partition,kill-node")
+	if err != nil || len(fs) != 2 || fs[1].Name != "kill-node" {
+		t.Fatalf("Lookup = %v, %v", fs, err)
+	}
+	if fs, err := Lookup("none"); err != nil || len(fs) != 0 {
+		t.Fatalf("none = %v, %v", fs, err)
+	}
+	if _, err := Lookup("nosuch"); err == nil || err.Error() != `unknown nemesis "nosuch" (valid: kill-client, kill-node, latency, none, partition, pause-client, pause-node)` {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := Lookup("none,partition"); err == nil {
+		t.Fatal("none combined with a fault was accepted")
+	}
+}

@@ -1,0 +1,36 @@
+package faults
+
+import (
+	"context"
+	"math/rand"
+)
+
+// partition cuts some clients off from every node: their links drop
+// everything in both directions, so requests go unanswered (info), until it
+// heals.
+var partition = Fault{
+	Name:    "partition",
+	Summary: "blackhole some clients' links in both directions for 1-2 TTLs",
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		slots := someClients(rng, env.NumClients)
+		hold := between(rng, env.TTL, 2*env.TTL)
+		links := linksOf(env, slots)
+		defer func() {
+			for _, l := range links {
+				l.Heal()
+			}
+		}()
+		for _, l := range links {
+			if err := l.Blackhole(); err != nil {
+				return err
+			}
+		}
+		end := env.Begin("partition", clientTarget(slots), "for "+hold.String())
+		sleep(ctx, hold)
+		for _, l := range links {
+			l.Heal()
+		}
+		end("healed")
+		return nil
+	},
+}

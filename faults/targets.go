@@ -1,0 +1,48 @@
+package faults
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+)
+
+// someClients draws a non-empty set of client slots, leaving at least one
+// client out when there is more than one, so that the rest of the system
+// keeps working while the chosen ones are cut off.
+func someClients(rng *rand.Rand, n int) []int {
+	if n <= 1 {
+		return []int{0}
+	}
+	k := 1 + rng.Intn(n-1)
+	perm := rng.Perm(n)[:k]
+	sortInts(perm)
+	return perm
+}
+
+func sortInts(a []int) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}
+
+func clientTarget(slots []int) string {
+	s := make([]string, len(slots))
+	for i, c := range slots {
+		s[i] = fmt.Sprint(c)
+	}
+	if len(s) == 1 {
+		return "client " + s[0]
+	}
+	return "clients " + strings.Join(s, ",")
+}
+
+// linksOf collects the links of the given client slots.
+func linksOf(env *Env, slots []int) []*Link {
+	var out []*Link
+	for _, c := range slots {
+		out = append(out, env.ClientLinks(c)...)
+	}
+	return out
+}

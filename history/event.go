@@ -1,0 +1,127 @@
+// Package history is the contract between running, checking and reporting:
+// the event type of a run's history, the recorder that stamps every event on
+// the harness's one monotonic clock, and the JSONL codec that stores it.
+//
+// The semantics are Jepsen's: every client operation is an invoke followed by
+// exactly one completion, ok (it happened), fail (it certainly did not) or
+// info (unknown; it may still take effect). Faults are events of the process
+// "nemesis".
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Event types.
+const (
+	Invoke = "invoke"
+	OK     = "ok"
+	Fail   = "fail"
+	Info   = "info"
+)
+
+// Operation kinds.
+const (
+	Acquire = "acquire"
+	Extend  = "extend"
+	Release = "release"
+	Write   = "write"
+	Read    = "read"
+)
+
+// Nemesis phases.
+const (
+	Start = "start"
+	End   = "end"
+)
+
+// Nemesis is the process of fault events.
+const Nemesis Process = -1
+
+// Process identifies who performed an event. Client processes are numbered
+// from 0; a client slot gets a fresh process number whenever its worker is
+// replaced after an info. Nemesis events carry the process "nemesis".
+type Process int
+
+// MarshalJSON writes client processes as numbers and the nemesis as "nemesis".
+func (p Process) MarshalJSON() ([]byte, error) {
+	if p == Nemesis {
+		return []byte(`"nemesis"`), nil
+	}
+	return strconv.AppendInt(nil, int64(p), 10), nil
+}
+
+// UnmarshalJSON accepts a non-negative number or "nemesis".
+func (p *Process) UnmarshalJSON(b []byte) error {
+	if string(b) == `"nemesis"` {
+		*p = Nemesis
+		return nil
+	}
+	n, err := strconv.Atoi(string(b))
+	if err != nil || n < 0 {
+		return fmt.Errorf("process must be a non-negative number or \"nemesis\", got %s", b)
+	}
+	*p = Process(n)
+	return nil
+}
+
+// String names the process as the reports do.
+func (p Process) String() string {
+	if p == Nemesis {
+		return "nemesis"
+	}
+	return strconv.Itoa(int(p))
+}
+
+// Event is one line of history.jsonl.
+type Event struct {
+	Index int `json:"index"`
+	// Time is nanoseconds since the run started, on the harness's clock.
+	Time    int64   `json:"time"`
+	Type    string  `json:"type"`
+	Process Process `json:"process"`
+	// Client is the client slot the process belongs to; it survives worker
+	// replacement, so a lane in a timeline is a client.
+	Client int `json:"client,omitempty"`
+	// F is the operation kind for clients and the fault name for the nemesis.
+	F   string `json:"f"`
+	Key string `json:"key,omitempty"`
+	// Token is the lock token, unique per acquire attempt.
+	Token string `json:"token,omitempty"`
+	// Fence is the fencing token, for recipes that have one.
+	Fence int64 `json:"fence,omitempty"`
+	// TTLMs is the lease length an acquire or extend asked for.
+	TTLMs int64 `json:"ttl_ms,omitempty"`
+	// ValidMs is how long the client believes its lease is valid, counted
+	// from the invoke of the acquire or extend.
+	ValidMs int64 `json:"valid_ms,omitempty"`
+	// Value is the counter value a write read (invoke) or stored (ok).
+	Value *int64 `json:"value,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Final marks the closing liveness check's operations.
+	Final bool `json:"final,omitempty"`
+	// Phase, Target and Detail describe nemesis events.
+	Phase  string `json:"phase,omitempty"`
+	Target string `json:"target,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// At is the event's time as a duration since the run started.
+func (e Event) At() time.Duration { return time.Duration(e.Time) }
+
+// IsNemesis reports whether the event is a fault start or end.
+func (e Event) IsNemesis() bool { return e.Process == Nemesis }
+
+// Completed reports whether the event completes an operation.
+func (e Event) Completed() bool {
+	return e.Type == OK || e.Type == Fail || e.Type == Info
+}
+
+// Int64 returns a pointer to v, for Event.Value.
+func Int64(v int64) *int64 { return &v }
+
+// MarshalLine encodes the event as one JSON line without the newline.
+func (e Event) MarshalLine() ([]byte, error) { return json.Marshal(e) }

@@ -1,0 +1,64 @@
+package history
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestRecorderStampsAndRoundTrips(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewRecorder(&buf)
+	r.Record(Event{Type: Invoke, Process: 0, F: Acquire, Key: "k", Token: "t1", TTLMs: 1000})
+	r.Record(Event{Type: OK, Process: 0, F: Acquire, Key: "k", Token: "t1", Fence: 3, ValidMs: 990})
+	r.Record(Event{Type: Info, Process: Nemesis, F: "partition", Phase: Start, Target: "client 1"})
+	r.Record(Event{Type: OK, Process: 2, Client: 1, F: Write, Value: Int64(0)})
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := r.Events()
+	if len(got) != len(want) {
+		t.Fatalf("read %d events, wrote %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Index != i {
+			t.Errorf("event %d has index %d", i, got[i].Index)
+		}
+		if i > 0 && got[i].Time < got[i-1].Time {
+			t.Errorf("time went backwards at %d", i)
+		}
+		if got[i].Process != want[i].Process || got[i].F != want[i].F || got[i].Fence != want[i].Fence {
+			t.Errorf("event %d: got %+v want %+v", i, got[i], want[i])
+		}
+	}
+	if got[2].Process != Nemesis {
+		t.Errorf("nemesis process decoded as %v", got[2].Process)
+	}
+	if got[3].Value == nil || *got[3].Value != 0 {
+		t.Errorf("a zero value must survive the round trip, got %v", got[3].Value)
+	}
+	if !strings.Contains(buf.String(), `"process":"nemesis"`) && buf.Len() != 0 {
+		t.Errorf("nemesis not written as a string")
+	}
+}
+
+func TestReadNamesTheBadLine(t *testing.T) {
+	cases := map[string]string{
+		"{\"index\":0,\"time\":1,\"type\":\"invoke\",\"process\":0,\"f\":\"acquire\"}\n{\"index\":1,\"ti": "line 2",
+		`{"type":"bogus","process":0,"f":"acquire"}`:                                                      `type "bogus"`,
+		`{"type":"ok","process":0,"f":"lock"}`:                                                            `f "lock"`,
+		`{"type":"ok","process":-3,"f":"acquire"}`:                                                        "process",
+		`{"type":"info","process":"nemesis","f":"partition","phase":"middle"}`:                            "phase",
+		`{"type":"ok","process":0,"f":"acquire","color":"red"}`:                                           "unknown field",
+	}
+	for in, want := range cases {
+		_, err := Decode(strings.NewReader(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Decode(%q) = %v, want an error containing %q", in, err, want)
+		}
+	}
+}

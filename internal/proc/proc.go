@@ -1,0 +1,122 @@
+// Package proc starts the harness's child processes (redis-server, workers)
+// so that none outlives the harness: each runs in its own process group, gets
+// SIGKILL from the kernel when the harness dies (Pdeathsig), and is listed in
+// a registry that KillAll empties on a signal or an error.
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+var (
+	mu       sync.Mutex
+	children = map[int]*exec.Cmd{}
+)
+
+// Start starts cmd as a child that dies with the harness. Its own process
+// group keeps a terminal's Ctrl-C away from it, so the harness decides the
+// order in which things stop. Pdeathsig fires when the starting thread
+// exits; Go only retires threads of goroutines that locked them, and the
+// harness never does, so it fires when the harness dies.
+func Start(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	mu.Lock()
+	children[cmd.Process.Pid] = cmd
+	mu.Unlock()
+	return nil
+}
+
+// Forget removes a child that has been waited for from the registry.
+func Forget(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	mu.Lock()
+	delete(children, cmd.Process.Pid)
+	mu.Unlock()
+}
+
+// Kill sends SIGKILL to the child's whole process group. A stopped
+// (SIGSTOPped) process dies from SIGKILL too.
+func Kill(cmd *exec.Cmd) error {
+	if cmd == nil || cmd.Process == nil {
+		return nil
+	}
+	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// KillAll kills every registered child. It is the last line of defence for
+// signal handlers and error paths; orderly shutdown stops children itself.
+func KillAll() {
+	mu.Lock()
+	defer mu.Unlock()
+	for pid := range children {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		syscall.Kill(pid, syscall.SIGCONT)
+	}
+}
+
+// Live counts registered children, for tests that check nothing leaked.
+func Live() int {
+	mu.Lock()
+	defer mu.Unlock()
+	return len(children)
+}
+
+// WaitStopped waits until the kernel reports pid as stopped ('T' in
+// /proc/PID/stat). A process that announces a self-stop and then raises
+// SIGSTOP is not stopped yet when the announcement arrives; a SIGCONT sent
+// in between would be lost and leave it frozen forever.
+func WaitStopped(pid int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		state, err := State(pid)
+		if err != nil {
+			return err
+		}
+		if state == 'T' || state == 't' {
+			return nil
+		}
+		if state == 'Z' || state == 'X' {
+			return fmt.Errorf("process %d exited", pid)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d did not stop within %v (state %c)", pid, timeout, state)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// State is the one-letter process state from /proc/PID/stat.
+func State(pid int) (byte, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("process %d: %w", pid, err)
+	}
+	// The command name is in parentheses and may contain spaces.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return 0, fmt.Errorf("process %d: unreadable stat %q", pid, s)
+	}
+	return s[i+2], nil
+}

@@ -1,0 +1,154 @@
+// Package locks holds the lock recipes under test behind one Locker
+// interface. Recipes run inside worker processes, against a go-redis client
+// whose every connection goes through the harness's proxies.
+//
+// Adding a recipe is one file with a Recipe value and one line in Recipes.
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Recipes is the registry: every recipe the harness can test.
+var Recipes = []Recipe{naive, del, cad, renew, fenced}
+
+// Recipe names a lock implementation and builds it.
+type Recipe struct {
+	Name    string
+	Summary string
+	// Points are the pause points inside the recipe, in the order a client
+	// reaches them. A client killed at one of them shows what a crash there
+	// leaves behind.
+	Points []string
+	New    func(Config) Locker
+}
+
+// Lookup returns the recipe with the name, or an error listing the valid ones.
+func Lookup(name string) (Recipe, error) {
+	for _, r := range Recipes {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return Recipe{}, fmt.Errorf("unknown lock %q (valid: %s)", name, strings.Join(Names(), ", "))
+}
+
+// Names lists the recipe names, sorted.
+func Names() []string {
+	var names []string
+	for _, r := range Recipes {
+		names = append(names, r.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Lease is what a client holds after a successful acquire.
+type Lease struct {
+	Key   string
+	Token string
+	// Fence is the fencing token, 0 for recipes without one.
+	Fence int64
+	// Valid is how long the client may believe it holds the lock, counted
+	// from the start of the acquire.
+	Valid time.Duration
+}
+
+// Locker is one lock recipe bound to one client.
+type Locker interface {
+	// Acquire tries once to take the lock with the given token. It returns
+	// ErrBusy when another holder has it.
+	Acquire(ctx context.Context, key, token string, ttl time.Duration) (Lease, error)
+	// Release gives the lock up. It returns ErrNotHeld when the server says
+	// the lease was no longer there to release.
+	Release(ctx context.Context, l Lease) error
+	// Close stops background work (watchdogs).
+	Close()
+}
+
+// Config is what a recipe needs from its worker.
+type Config struct {
+	Client *redis.Client
+	// OpTimeout bounds each Redis command.
+	OpTimeout time.Duration
+	// Pause is called at each named pause point; the worker freezes there
+	// when the harness armed that point.
+	Pause func(point string)
+	// Observe reports operations the recipe performs on its own, such as a
+	// watchdog's renewals, so that they enter the history.
+	Observe func(Op)
+}
+
+// Op is a background operation reported through Config.Observe: first with
+// Outcome "invoke", then with its completion.
+type Op struct {
+	F       string
+	Outcome string // invoke, ok, fail, info
+	Key     string
+	Token   string
+	TTL     time.Duration
+	Err     error
+}
+
+// Pause point names.
+const (
+	// PointAfterSetNX is between SETNX and EXPIRE in the naive recipe.
+	PointAfterSetNX = "after-setnx"
+)
+
+var (
+	// ErrBusy: the lock is held by someone else (a definite "no").
+	ErrBusy = errors.New("lock busy")
+	// ErrNotHeld: release or extend found the lease gone or someone else's.
+	ErrNotHeld = errors.New("lock not held")
+)
+
+// Definite reports whether err certainly means the operation did not take
+// effect (fail), as opposed to an unknown outcome (info) such as a timeout
+// or a broken connection, after which the command may still have run.
+func Definite(err error) bool {
+	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrNotHeld) {
+		return true
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		msg := re.Error()
+		for _, prefix := range []string{"READONLY", "NOAUTH", "LOADING", "WRONGTYPE", "NOSCRIPT", "ERR", "MASTERDOWN", "NOREPLICAS"} {
+			if strings.HasPrefix(msg, prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// command runs fn with the per-command timeout. go-redis honours the context
+// deadline because the client is built with ContextTimeoutEnabled.
+func command[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return fn(cctx)
+}
+
+// NewClient is the go-redis client every recipe runs on: no retries (a
+// retried SET NX can be told "busy" by its own first attempt) and context
+// deadlines honoured.
+func NewClient(addr string, opTimeout time.Duration) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		MaxRetries:            -1,
+		ContextTimeoutEnabled: true,
+		DialTimeout:           opTimeout,
+		ReadTimeout:           opTimeout,
+		WriteTimeout:          opTimeout,
+		PoolSize:              4,
+		DisableIdentity:       true,
+	})
+}

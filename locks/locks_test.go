@@ -1,0 +1,152 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+func newLocker(t *testing.T, name string) (Locker, *[]string, *[]Op) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed; run `make setup`")
+	}
+	n, err := cluster.StartLocal(context.Background(), "n1", t.TempDir(), cluster.PersistNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop() })
+	r, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := NewClient(n.Addr(), time.Second)
+	t.Cleanup(func() { client.Close() })
+	var mu sync.Mutex
+	points, ops := &[]string{}, &[]Op{}
+	l := r.New(Config{Client: client, OpTimeout: time.Second,
+		Pause:   func(p string) { *points = append(*points, p) },
+		Observe: func(op Op) { mu.Lock(); *ops = append(*ops, op); mu.Unlock() }})
+	t.Cleanup(l.Close)
+	return l, points, ops
+}
+
+func TestEveryRecipeExcludesAndReleases(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range Names() {
+		t.Run(name, func(t *testing.T) {
+			l, _, _ := newLocker(t, name)
+			a, err := l.Acquire(ctx, "k", "A", 2*time.Second)
+			if err != nil {
+				t.Fatalf("first acquire: %v", err)
+			}
+			if a.Valid != 2*time.Second || a.Token != "A" {
+				t.Errorf("lease %+v", a)
+			}
+			if _, err := l.Acquire(ctx, "k", "B", 2*time.Second); !errors.Is(err, ErrBusy) {
+				t.Fatalf("second acquire while held: %v, want ErrBusy", err)
+			}
+			if err := l.Release(ctx, a); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if err := l.Release(ctx, a); !errors.Is(err, ErrNotHeld) {
+				t.Fatalf("second release: %v, want ErrNotHeld", err)
+			}
+			if _, err := l.Acquire(ctx, "k", "C", 2*time.Second); err != nil {
+				t.Fatalf("acquire after release: %v", err)
+			}
+		})
+	}
+}
+
+// What tells the recipes apart: whose lock a release may delete.
+func TestReleaseOfAnExpiredLease(t *testing.T) {
+	ctx := context.Background()
+	for name, deletesOthers := range map[string]bool{"del": true, "naive": true, "cad": false, "fenced": false} {
+		t.Run(name, func(t *testing.T) {
+			l, _, _ := newLocker(t, name)
+			a, _ := l.Acquire(ctx, "k", "A", 150*time.Millisecond)
+			time.Sleep(250 * time.Millisecond)
+			if _, err := l.Acquire(ctx, "k", "B", 5*time.Second); err != nil {
+				t.Fatalf("acquire after expiry: %v", err)
+			}
+			err := l.Release(ctx, a)
+			if deletesOthers && err != nil {
+				t.Fatalf("%s: A's release after expiry = %v; the recipe deletes whatever is there", name, err)
+			}
+			if !deletesOthers && !errors.Is(err, ErrNotHeld) {
+				t.Fatalf("%s: A's release after expiry = %v, want ErrNotHeld", name, err)
+			}
+			_, err = l.Acquire(ctx, "k", "C", time.Second)
+			if deletesOthers != (err == nil) {
+				t.Fatalf("%s: acquire by C after A's release = %v", name, err)
+			}
+		})
+	}
+}
+
+func TestFencesIncrease(t *testing.T) {
+	ctx := context.Background()
+	l, _, _ := newLocker(t, "fenced")
+	var last int64
+	for i := 0; i < 3; i++ {
+		lease, err := l.Acquire(ctx, "k", "t", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lease.Fence <= last {
+			t.Fatalf("fence %d after %d", lease.Fence, last)
+		}
+		last = lease.Fence
+		l.Release(ctx, lease)
+	}
+}
+
+func TestNaivePausesBetweenSetNXAndExpire(t *testing.T) {
+	l, points, _ := newLocker(t, "naive")
+	if _, err := l.Acquire(context.Background(), "k", "A", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(*points) != 1 || (*points)[0] != PointAfterSetNX {
+		t.Fatalf("pause points reached: %v", *points)
+	}
+}
+
+func TestRenewKeepsTheLeaseAlive(t *testing.T) {
+	ctx := context.Background()
+	l, _, ops := newLocker(t, "renew")
+	a, err := l.Acquire(ctx, "k", "A", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(900 * time.Millisecond)
+	if _, err := l.Acquire(ctx, "k", "B", time.Second); !errors.Is(err, ErrBusy) {
+		t.Fatalf("lease lapsed despite the watchdog: %v", err)
+	}
+	if err := l.Release(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	oks := 0
+	for _, op := range *ops {
+		if op.F == "extend" && op.Outcome == "ok" {
+			oks++
+		}
+	}
+	if oks < 2 {
+		t.Fatalf("watchdog renewed %d times in 900ms with ttl 300ms: %+v", oks, *ops)
+	}
+}
+
+func TestDefinite(t *testing.T) {
+	if !Definite(ErrBusy) || !Definite(ErrNotHeld) {
+		t.Error("busy and not-held are definite")
+	}
+	if Definite(context.DeadlineExceeded) || Definite(errors.New("i/o timeout")) {
+		t.Error("timeouts are not definite")
+	}
+}

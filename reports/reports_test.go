@@ -1,0 +1,69 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+)
+
+func TestRunDirsAndLatest(t *testing.T) {
+	store := t.TempDir()
+	now := time.Date(2026, 11, 29, 12, 0, 1, 0, time.UTC)
+	a, err := NewRunDir(store, "clean-cad", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewRunDir(store, "clean-cad", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(a) != "20261129T120001" || filepath.Base(b) != "20261129T120001-2" {
+		t.Fatalf("run dirs %s and %s", a, b)
+	}
+	target, err := os.Readlink(filepath.Join(store, "latest"))
+	if err != nil || target != filepath.Join("clean-cad", "20261129T120001-2") {
+		t.Fatalf("latest -> %q, %v", target, err)
+	}
+}
+
+// results.json is read by scripts: its top-level keys and the verdict's
+// encoding are the contract.
+func TestResultsContract(t *testing.T) {
+	r := checker.Result{Valid: checker.Invalid, Anomalies: map[string]int{"stale-write": 2}, Liveness: "ok"}
+	res, err := NewResults(r, 7, map[string]string{"lock": "cad"}, "harness run --seed 7", nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := WriteResults(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "results.json"))
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"valid", "anomalies", "fencing", "stats", "seed", "spec", "checker"} {
+		if _, ok := top[k]; !ok {
+			t.Errorf("results.json lacks %q", k)
+		}
+	}
+	if string(top["valid"]) != "false" {
+		t.Errorf("valid = %s, want false", top["valid"])
+	}
+	back, err := ReadResults(dir)
+	if err != nil || back.Valid != checker.Invalid || back.Seed != 7 {
+		t.Fatalf("read back %+v, %v", back, err)
+	}
+	var out bytes.Buffer
+	Summary(&out, "run", "spec", back, dir)
+	if !strings.Contains(out.String(), "INVALID (exit 1)") || !strings.Contains(out.String(), "stale-write 2") {
+		t.Errorf("summary:\n%s", out.String())
+	}
+}

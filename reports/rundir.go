@@ -1,0 +1,51 @@
+// Package reports turns a checked run into what people and scripts read: the
+// run directory and store/latest, results.json (a stable contract), and the
+// one-screen console summary.
+package reports
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// NewRunDir creates store/<name>/<YYYYMMDDTHHMMSS>/ (with a -N suffix when
+// two runs start in the same second) and points store/latest at it.
+func NewRunDir(store, name string, now time.Time) (string, error) {
+	base := filepath.Join(store, name)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", err
+	}
+	stamp := now.Format("20060102T150405")
+	dir := filepath.Join(base, stamp)
+	for i := 2; ; i++ {
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		if !os.IsExist(err) {
+			return "", err
+		}
+		dir = filepath.Join(base, fmt.Sprintf("%s-%d", stamp, i))
+	}
+	if err := pointLatest(store, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// pointLatest swaps store/latest atomically: a new link, then a rename over
+// the old one, so a reader never finds it missing.
+func pointLatest(store, dir string) error {
+	rel, err := filepath.Rel(store, dir)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(store, fmt.Sprintf(".latest-%d", os.Getpid()))
+	os.Remove(tmp)
+	if err := os.Symlink(rel, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(store, "latest"))
+}

@@ -1,0 +1,68 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/lockharness/lockharness/checker"
+)
+
+// Summary prints the one-screen console summary of a run.
+func Summary(w io.Writer, title, specLine string, res Results, dir string) {
+	fmt.Fprintf(w, "\n%s  (seed %d)\n", title, res.Seed)
+	fmt.Fprintf(w, "  spec        %s\n", specLine)
+	fmt.Fprintf(w, "  faults      %s\n", countsLine(res.Faults, "none"))
+	kinds := make([]string, 0, len(res.Stats))
+	for k := range res.Stats {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		s := res.Stats[k]
+		fmt.Fprintf(w, "  %-10s  ok %-6d fail %-6d info %-4d  p50 %.1fms  p99 %.1fms  max %.1fms\n",
+			k, s.OK, s.Fail, s.Info, s.P50Ms, s.P99Ms, s.MaxMs)
+	}
+	var an []string
+	for _, name := range checker.AnomalyNames {
+		an = append(an, fmt.Sprintf("%s %d", name, res.Anomalies[name]))
+	}
+	fmt.Fprintf(w, "  anomalies   %s\n", strings.Join(an, "  "))
+	fmt.Fprintf(w, "  fencing     rejected %d\n", res.Fencing.Rejected)
+	fmt.Fprintf(w, "  counter     %d acknowledged writes, final value %d\n", res.Checker.Counter.Acknowledged, res.Checker.Counter.Final)
+	fmt.Fprintf(w, "  liveness    %s\n", res.Checker.Liveness)
+	shown := map[string]bool{}
+	for _, f := range res.Checker.Findings {
+		if shown[f.Anomaly] {
+			continue
+		}
+		shown[f.Anomaly] = true
+		fmt.Fprintf(w, "  first %s: %s\n", f.Anomaly, f.Narrative)
+	}
+	for _, n := range res.Checker.Notes {
+		fmt.Fprintf(w, "  note        %s\n", n)
+	}
+	if res.Error != "" {
+		fmt.Fprintf(w, "  error       %s\n", res.Error)
+	}
+	fmt.Fprintf(w, "  verdict     %s (exit %d)\n", strings.ToUpper(res.Valid.String()), res.Valid.ExitCode())
+	fmt.Fprintf(w, "  run dir     %s\n", dir)
+	fmt.Fprintf(w, "  re-run      %s\n", res.Command)
+}
+
+func countsLine(counts map[string]int, empty string) string {
+	if len(counts) == 0 {
+		return empty
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s ×%d", k, counts[k])
+	}
+	return strings.Join(parts, "  ")
+}

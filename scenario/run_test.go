@@ -1,0 +1,207 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/reports"
+)
+
+// workerBin is the harness binary built for these tests: workers are
+// separate processes, so the test needs the real `harness worker`.
+var workerBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lockharness-test")
+	if err != nil {
+		panic(err)
+	}
+	workerBin = filepath.Join(dir, "harness")
+	build := exec.Command("go", "build", "-o", workerBin, "../cmd/harness")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the harness for the worker processes:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func needRedis(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real redis-server processes; skipped with -short")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed; run `make setup`")
+	}
+}
+
+func spec(lock, nemesis string, limit time.Duration, seed int64) Spec {
+	s := Defaults()
+	s.Lock, s.Nemesis, s.TimeLimit, s.Seed = lock, nemesis, Duration(limit), seed
+	s.TTL = Duration(time.Second)
+	return s
+}
+
+// run carries out a run and checks that nothing it started is left.
+func run(t *testing.T, s Spec) reports.Results {
+	t.Helper()
+	needRedis(t)
+	t.Cleanup(proc.KillAll)
+	out, err := Run(context.Background(), s, Options{Store: t.TempDir(), WorkerBin: workerBin})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if n := proc.Live(); n != 0 {
+		t.Errorf("%d child processes still running after the run", n)
+	}
+	for _, f := range []string{"history.jsonl", "results.json", "harness.log", "nodes/n1/redis.log"} {
+		if _, err := os.Stat(filepath.Join(out.Dir, f)); err != nil {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+	t.Logf("%s seed %d: %v liveness=%s", s.DefaultName(), s.Seed, out.Results.Valid, out.Results.Checker.Liveness)
+	return out.Results
+}
+
+func wantAnomaly(t *testing.T, r reports.Results, name string) {
+	t.Helper()
+	if r.Anomalies[name] < 1 {
+		t.Errorf("%s = 0, want it caught; anomalies %v", name, r.Anomalies)
+	}
+	if r.Valid != checker.Invalid {
+		t.Errorf("verdict %v, want invalid", r.Valid)
+	}
+}
+
+func wantValid(t *testing.T, r reports.Results) {
+	t.Helper()
+	if r.Valid != checker.Valid {
+		t.Errorf("verdict %v, want valid; anomalies %v, notes %v", r.Valid, r.Anomalies, r.Checker.Notes)
+	}
+}
+
+func TestCleanRunIsValid(t *testing.T) {
+	r := run(t, spec("cad", "none", 4*time.Second, 1))
+	wantValid(t, r)
+	if got := r.Stats["acquire"].OK; got < 8 {
+		t.Errorf("acquire ok = %d in 4s, want at least 8", got)
+	}
+	if r.Checker.Liveness != checker.LivenessOK {
+		t.Errorf("liveness %q", r.Checker.Liveness)
+	}
+}
+
+// A holder frozen past its TTL writes after the next holder: only fencing
+// saves the resource, and renewal does not help because the watchdog
+// freezes with the process.
+func TestPauseClient(t *testing.T) {
+	t.Run("cad", func(t *testing.T) {
+		wantAnomaly(t, run(t, spec("cad", "pause-client", 6*time.Second, 1)), checker.StaleWrite)
+	})
+	t.Run("renew", func(t *testing.T) {
+		wantAnomaly(t, run(t, spec("renew", "pause-client", 6*time.Second, 1)), checker.StaleWrite)
+	})
+	t.Run("fenced", func(t *testing.T) {
+		r := run(t, spec("fenced", "pause-client", 6*time.Second, 1))
+		wantValid(t, r)
+		if r.Anomalies[checker.StaleWrite] != 0 || r.Fencing.Rejected < 1 {
+			t.Errorf("stale-write %d, fencing.rejected %d; want 0 and at least 1", r.Anomalies[checker.StaleWrite], r.Fencing.Rejected)
+		}
+	})
+	t.Run("del", func(t *testing.T) {
+		wantAnomaly(t, run(t, spec("del", "pause-client", 6*time.Second, 1)), checker.ForeignRelease)
+	})
+}
+
+// Killing the node right after a grant: without persistence it forgets the
+// lock and grants it again; with appendfsync always it does not.
+func TestKillNode(t *testing.T) {
+	t.Run("none", func(t *testing.T) {
+		wantAnomaly(t, run(t, spec("cad", "kill-node", 5*time.Second, 2)), checker.DoubleGrant)
+	})
+	t.Run("aof-always", func(t *testing.T) {
+		s := spec("cad", "kill-node", 5*time.Second, 2)
+		s.Persistence = "aof-always"
+		r := run(t, s)
+		wantValid(t, r)
+		if r.Faults["kill-node"] < 1 {
+			t.Errorf("no kill-node fault happened: %v", r.Faults)
+		}
+	})
+}
+
+// A client killed between SETNX and EXPIRE leaves a lock without expiry;
+// with SET NX PX the same crash heals itself within the TTL.
+func TestKillClient(t *testing.T) {
+	t.Run("naive", func(t *testing.T) {
+		r := run(t, spec("naive", "kill-client", 4*time.Second, 1))
+		wantAnomaly(t, r, checker.StuckLock)
+	})
+	t.Run("cad", func(t *testing.T) {
+		r := run(t, spec("cad", "kill-client", 4*time.Second, 1))
+		wantValid(t, r)
+		if r.Faults["kill-client"] < 1 {
+			t.Errorf("no kill-client fault happened: %v", r.Faults)
+		}
+	})
+}
+
+// Network faults make operations time out, which must not be mistaken for
+// unsafety.
+func TestNetworkFaultsAreSafeForCad(t *testing.T) {
+	r := run(t, spec("cad", "partition,latency,pause-node", 6*time.Second, 4))
+	wantValid(t, r)
+	if r.Stats["acquire"].Info < 1 {
+		t.Errorf("no acquire timed out under partitions: %+v", r.Stats["acquire"])
+	}
+}
+
+func TestInterruptStopsEverything(t *testing.T) {
+	needRedis(t)
+	t.Cleanup(proc.KillAll)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(2*time.Second, cancel)
+	start := time.Now()
+	out, err := Run(ctx, spec("cad", "pause-client", 60*time.Second, 1), Options{Store: t.TempDir(), WorkerBin: workerBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("an interrupted run took %v to stop", took)
+	}
+	if n := proc.Live(); n != 0 {
+		t.Errorf("%d child processes left after an interrupt", n)
+	}
+	res, err := reports.ReadResults(out.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Valid == checker.Valid {
+		t.Errorf("an interrupted run was called valid")
+	}
+}
+
+func TestValidateNamesBadValues(t *testing.T) {
+	s := Defaults()
+	s.Lock, s.Nemesis, s.Clients = "nosuch", "partition,bogus", 0
+	err := s.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`unknown lock "nosuch" (valid: cad, del, fenced, naive, renew)`, `unknown nemesis "bogus"`, "clients must be at least 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}

@@ -1,0 +1,274 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand"
+	"sync"
+	"time"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// MutexConfig describes the mutex workload.
+type MutexConfig struct {
+	Clients int
+	Key     string
+	TTL     time.Duration
+	Hold    time.Duration
+	Seed    int64
+	// Fenced makes the resource reject writes with an older fence.
+	Fenced bool
+	// RecipePoints are the lock recipe's own pause points.
+	RecipePoints []string
+	// Addr gives client slot i the address of its link to the lock service.
+	Addr   func(slot int) string
+	Spawn  Spawn
+	Rec    *history.Recorder
+	Stderr io.Writer
+}
+
+// Mutex is the mutex workload: every client loops acquire → protected write
+// → hold → release, backing off at random while the lock is busy.
+type Mutex struct {
+	cfg MutexConfig
+	env *clientEnv
+	res *Resource
+
+	stopping chan struct{}
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	arms    []*freezeArm
+	granted []chan int
+	errs    []error
+}
+
+type freezeArm struct {
+	point string
+	got   chan frozenWorker
+}
+
+// StartMutex starts one worker per client and their loops.
+func StartMutex(cfg MutexConfig) (*Mutex, error) {
+	m := &Mutex{cfg: cfg, res: NewResource(cfg.Rec, cfg.Fenced), stopping: make(chan struct{})}
+	m.env = &clientEnv{rec: cfg.Rec, spawn: cfg.Spawn, stderr: cfg.Stderr, onPaused: m.onPaused}
+	var clients []*Client
+	for i := 0; i < cfg.Clients; i++ {
+		c := &Client{Slot: i, addr: cfg.Addr(i), env: m.env}
+		if err := c.start(); err != nil {
+			for _, c := range clients {
+				c.stop()
+			}
+			return nil, err
+		}
+		clients = append(clients, c)
+	}
+	for _, c := range clients {
+		m.wg.Add(1)
+		rng := rand.New(rand.NewSource(cfg.Seed*1000 + int64(c.Slot)))
+		go m.loop(c, rng)
+	}
+	return m, nil
+}
+
+// Resource is the protected counter.
+func (m *Mutex) Resource() *Resource { return m.res }
+
+// Stop lets every client finish its cycle (a holder still writes and
+// releases), then ends the workers.
+func (m *Mutex) Stop() error {
+	select {
+	case <-m.stopping:
+	default:
+		close(m.stopping)
+	}
+	m.wg.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.errs) > 0 {
+		return m.errs[0]
+	}
+	return nil
+}
+
+func (m *Mutex) stopped() bool {
+	select {
+	case <-m.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+func (m *Mutex) loop(c *Client, rng *rand.Rand) {
+	defer m.wg.Done()
+	defer c.stop()
+	for attempt := 0; !m.stopped(); attempt++ {
+		token := fmt.Sprintf("c%d-%d-%08x", c.Slot, attempt, rng.Uint32())
+		if err := m.cycle(c, token); err != nil {
+			m.mu.Lock()
+			m.errs = append(m.errs, err)
+			m.mu.Unlock()
+			return
+		}
+		if c.w == nil {
+			return
+		}
+		// Randomised backoff, also after a grant, so that holders rotate.
+		time.Sleep(time.Duration(10+rng.Intn(40)) * time.Millisecond)
+	}
+}
+
+// cycle is one acquire → write → hold → release. It returns an error only
+// when the client cannot go on (no worker could be started).
+func (m *Mutex) cycle(c *Client, token string) error {
+	key, ttl := m.cfg.Key, m.cfg.TTL
+	r := c.Do(Request{Op: history.Acquire, Key: key, Token: token, TTLMs: ttl.Milliseconds(), Pause: m.armed()},
+		history.Event{F: history.Acquire, Key: key, Token: token, TTLMs: ttl.Milliseconds()})
+	switch r.Type {
+	case history.Info:
+		return c.replace()
+	case history.Fail:
+		return nil
+	}
+	m.notifyGrant(c.Slot)
+
+	inv, v := m.res.Read(history.Event{Type: history.Invoke, Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token, Fence: r.Fence})
+	w := c.call(Request{Op: history.Write, Key: key, Token: token, Value: v, Pause: m.armed()})
+	if w.Type != history.OK {
+		done := inv
+		done.Type, done.Error, done.Value = history.Info, w.Error, nil
+		m.cfg.Rec.Record(done)
+		return c.replace()
+	}
+	m.res.Write(history.Event{Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token}, w.Value, w.Fence)
+
+	time.Sleep(m.cfg.Hold)
+	rel := c.Do(Request{Op: history.Release, Key: key, Token: token},
+		history.Event{F: history.Release, Key: key, Token: token})
+	if rel.Type == history.Info {
+		return c.replace()
+	}
+	return nil
+}
+
+// armed lists the pause points a fault is waiting on.
+func (m *Mutex) armed() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var points []string
+	for _, a := range m.arms {
+		points = append(points, a.point)
+	}
+	return points
+}
+
+func (m *Mutex) onPaused(c *Client, w *workerProc, point string) {
+	f := frozenWorker{c: c, w: w}
+	m.mu.Lock()
+	for i, a := range m.arms {
+		if a.point == point {
+			m.arms = append(m.arms[:i], m.arms[i+1:]...)
+			m.mu.Unlock()
+			a.got <- f
+			return
+		}
+	}
+	m.mu.Unlock()
+	// Nobody wants this pause any more (the fault gave up or another client
+	// got there first): let the worker go on.
+	go f.resume()
+}
+
+// Freeze waits until a client stops at the pause point and returns its slot
+// and how to resume or kill it.
+func (m *Mutex) Freeze(ctx context.Context, point string) (client int, resume, kill func() error, err error) {
+	arm := &freezeArm{point: point, got: make(chan frozenWorker, 1)}
+	m.mu.Lock()
+	m.arms = append(m.arms, arm)
+	m.mu.Unlock()
+	select {
+	case f := <-arm.got:
+		return f.c.Slot, f.resume, f.kill, nil
+	case <-ctx.Done():
+		m.mu.Lock()
+		for i, a := range m.arms {
+			if a == arm {
+				m.arms = append(m.arms[:i], m.arms[i+1:]...)
+			}
+		}
+		m.mu.Unlock()
+		// A pause may have been claimed just before we gave up.
+		select {
+		case f := <-arm.got:
+			f.resume()
+		default:
+		}
+		return 0, nil, nil, ctx.Err()
+	}
+}
+
+// KillPoint is where kill-client strikes: inside the recipe if it has a
+// pause point of its own (for naive, between SETNX and EXPIRE), otherwise
+// between acquire and write.
+func (m *Mutex) KillPoint() string {
+	if len(m.cfg.RecipePoints) > 0 {
+		return m.cfg.RecipePoints[0]
+	}
+	return PointBeforeWrite
+}
+
+// AwaitGrant returns the slot of the next client whose acquire succeeds.
+func (m *Mutex) AwaitGrant(ctx context.Context) (int, error) {
+	ch := make(chan int, 1)
+	m.mu.Lock()
+	m.granted = append(m.granted, ch)
+	m.mu.Unlock()
+	select {
+	case slot := <-ch:
+		return slot, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (m *Mutex) notifyGrant(slot int) {
+	m.mu.Lock()
+	waiters := m.granted
+	m.granted = nil
+	m.mu.Unlock()
+	for _, ch := range waiters {
+		ch <- slot
+	}
+}
+
+// FinalAcquire is the closing liveness check: a fresh client on a fresh
+// link tries to take the lock until within; on success it releases it.
+// It reports whether the lock was taken.
+func (m *Mutex) FinalAcquire(addr string, within time.Duration) (bool, error) {
+	c := &Client{Slot: m.cfg.Clients, addr: addr, final: true, env: m.env}
+	if err := c.start(); err != nil {
+		return false, err
+	}
+	defer c.stop()
+	key, ttl := m.cfg.Key, m.cfg.TTL
+	deadline := time.Now().Add(within)
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		token := fmt.Sprintf("final-%d", attempt)
+		r := c.Do(Request{Op: history.Acquire, Key: key, Token: token, TTLMs: ttl.Milliseconds()},
+			history.Event{F: history.Acquire, Key: key, Token: token, TTLMs: ttl.Milliseconds()})
+		switch r.Type {
+		case history.OK:
+			c.Do(Request{Op: history.Release, Key: key, Token: token}, history.Event{F: history.Release, Key: key, Token: token})
+			return true, nil
+		case history.Info:
+			if err := c.replace(); err != nil {
+				return false, err
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false, nil
+}

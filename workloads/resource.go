@@ -1,0 +1,69 @@
+package workloads
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// Resource is the thing the lock protects: a counter held by the harness
+// that clients read-modify-write under the lock. With fencing it refuses a
+// write whose fence is lower than the highest it has accepted, as a storage
+// service that checks fencing tokens would.
+type Resource struct {
+	mu      sync.Mutex
+	rec     *history.Recorder
+	fenced  bool
+	value   int64
+	highest int64
+}
+
+// NewResource makes a counter at 0 whose reads and writes are recorded in rec.
+func NewResource(rec *history.Recorder, fenced bool) *Resource {
+	return &Resource{rec: rec, fenced: fenced}
+}
+
+// Read records the invoke of a write with the value it read, atomically with
+// the read.
+func (r *Resource) Read(e history.Event) (history.Event, int64) {
+	var v int64
+	e = r.rec.RecordWith(func() history.Event {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		v = r.value
+		e.Value = history.Int64(v)
+		return e
+	})
+	return e, v
+}
+
+// Write applies a client's write of value under fence and records the
+// completion: ok when accepted, fail when fencing rejected it. The record is
+// taken under the resource's lock so the history's order is the resource's.
+func (r *Resource) Write(e history.Event, value, fence int64) history.Event {
+	return r.rec.RecordWith(func() history.Event {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		e.Fence = fence
+		e.Value = history.Int64(value)
+		if r.fenced && fence < r.highest {
+			e.Type = history.Fail
+			e.Error = fmt.Sprintf("fence %d is below the highest accepted fence %d", fence, r.highest)
+			return e
+		}
+		e.Type = history.OK
+		r.value = value
+		if fence > r.highest {
+			r.highest = fence
+		}
+		return e
+	})
+}
+
+// Value is the counter's current value.
+func (r *Resource) Value() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.value
+}

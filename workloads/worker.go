@@ -1,0 +1,153 @@
+package workloads
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/locks"
+)
+
+// WorkerConfig is how `harness worker` is told what to run.
+type WorkerConfig struct {
+	Addr      string
+	Lock      string
+	OpTimeout time.Duration
+}
+
+// worker executes requests one at a time, as a client process would.
+type worker struct {
+	out    *json.Encoder
+	outMu  sync.Mutex
+	locker locks.Locker
+	leases map[string]locks.Lease
+	armed  map[string]bool
+}
+
+// RunWorker serves requests from in until it is closed. It is the body of
+// the hidden `harness worker` command.
+func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
+	recipe, err := locks.Lookup(cfg.Lock)
+	if err != nil {
+		return err
+	}
+	client := locks.NewClient(cfg.Addr, cfg.OpTimeout)
+	defer client.Close()
+	w := &worker{out: json.NewEncoder(out), leases: map[string]locks.Lease{}}
+	w.locker = recipe.New(locks.Config{
+		Client:    client,
+		OpTimeout: cfg.OpTimeout,
+		Pause:     w.pausePoint,
+		Observe:   w.observe,
+	})
+	defer w.locker.Close()
+	w.send(Message{Kind: KindReady})
+
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		var req Request
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			return fmt.Errorf("worker: bad request %q: %v", sc.Text(), err)
+		}
+		w.armed = map[string]bool{}
+		for _, p := range req.Pause {
+			w.armed[p] = true
+		}
+		w.send(w.do(req))
+	}
+	return sc.Err()
+}
+
+func (w *worker) send(m Message) {
+	w.outMu.Lock()
+	defer w.outMu.Unlock()
+	w.out.Encode(m)
+}
+
+// pausePoint stops the whole process, watchdog included, when the harness
+// armed this point. The notice goes out first so the harness knows where
+// the client froze; the harness waits for the kernel to report the stop
+// before it sends SIGCONT.
+func (w *worker) pausePoint(point string) {
+	if !w.armed[point] {
+		return
+	}
+	delete(w.armed, point)
+	w.send(Message{Kind: KindPaused, Point: point})
+	stopSelf()
+}
+
+// stopSelf freezes the process here and now. A process-directed SIGSTOP
+// may be taken by another thread while this one runs on for a moment and,
+// say, answers the request it was meant to freeze before; a signal aimed at
+// this very thread stops it before the syscall returns, and the group stop
+// takes every other thread with it.
+func stopSelf() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	syscall.Tgkill(os.Getpid(), syscall.Gettid(), syscall.SIGSTOP)
+}
+
+func (w *worker) observe(op locks.Op) {
+	m := Message{Kind: KindAsync, Type: op.Outcome, F: op.F, Key: op.Key, Token: op.Token, TTLMs: op.TTL.Milliseconds()}
+	if op.Err != nil {
+		m.Error = op.Err.Error()
+	}
+	w.send(m)
+}
+
+func (w *worker) do(req Request) Message {
+	m := Message{Kind: KindReply, ID: req.ID, F: req.Op, Key: req.Key, Token: req.Token}
+	ctx := context.Background()
+	var err error
+	switch req.Op {
+	case history.Acquire:
+		var lease locks.Lease
+		lease, err = w.locker.Acquire(ctx, req.Key, req.Token, time.Duration(req.TTLMs)*time.Millisecond)
+		if err == nil {
+			w.leases[req.Key] = lease
+			m.Fence, m.ValidMs = lease.Fence, lease.Valid.Milliseconds()
+		}
+	case history.Release:
+		lease, ok := w.leases[req.Key]
+		if !ok || lease.Token != req.Token {
+			err = fmt.Errorf("%w: this worker holds no lease %s on %s", locks.ErrNotHeld, req.Token, req.Key)
+			break
+		}
+		delete(w.leases, req.Key)
+		err = w.locker.Release(ctx, lease)
+	case history.Write:
+		lease := w.leases[req.Key]
+		w.pausePoint(PointBeforeWrite)
+		// The read-modify-write: the harness read Value; this client writes
+		// Value+1 under what it believes is its lease.
+		m.Token, m.Fence, m.Value = lease.Token, lease.Fence, req.Value+1
+	default:
+		err = fmt.Errorf("unknown op %q", req.Op)
+	}
+	m.Type = Outcome(err)
+	if err != nil {
+		m.Error = err.Error()
+	}
+	return m
+}
+
+// Outcome maps an operation's error to its history completion type.
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return history.OK
+	case locks.Definite(err):
+		return history.Fail
+	default:
+		return history.Info
+	}
+}

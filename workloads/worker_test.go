@@ -1,0 +1,161 @@
+package workloads
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/proc"
+)
+
+// The test binary doubles as a worker process when this variable is set,
+// so the protocol and the pause points run in a real separate process.
+const workerEnv = "LOCKHARNESS_TEST_WORKER_ADDR"
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(workerEnv); addr != "" {
+		err := RunWorker(os.Stdin, os.Stdout, WorkerConfig{Addr: addr, Lock: os.Getenv("LOCKHARNESS_TEST_LOCK"), OpTimeout: time.Second})
+		if err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func testClient(t *testing.T, lock string, onPaused func(*Client, *workerProc, string)) (*Client, *history.Recorder) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed; run `make setup`")
+	}
+	t.Cleanup(func() {
+		if n := proc.Live(); n != 0 {
+			t.Errorf("%d child processes left running", n)
+		}
+	})
+	n, err := cluster.StartLocal(context.Background(), "n1", t.TempDir(), cluster.PersistNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop() })
+	rec := history.NewRecorder(nil)
+	env := &clientEnv{rec: rec, stderr: os.Stderr, onPaused: onPaused,
+		spawn: func(addr string) *exec.Cmd {
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), workerEnv+"="+addr, "LOCKHARNESS_TEST_LOCK="+lock)
+			return cmd
+		}}
+	c := &Client{Slot: 0, addr: n.Addr(), env: env}
+	if err := c.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.stop)
+	return c, rec
+}
+
+func TestWorkerProtocol(t *testing.T) {
+	c, rec := testClient(t, "fenced", nil)
+	acq := c.Do(Request{Op: history.Acquire, Key: "k", Token: "A", TTLMs: 1000}, history.Event{F: history.Acquire, Key: "k", Token: "A", TTLMs: 1000})
+	if acq.Type != history.OK || acq.Fence != 1 || acq.ValidMs != 1000 {
+		t.Fatalf("acquire reply %+v", acq)
+	}
+	w := c.call(Request{Op: history.Write, Key: "k", Token: "A", Value: 41})
+	if w.Type != history.OK || w.Value != 42 || w.Fence != 1 || w.Token != "A" {
+		t.Fatalf("write reply %+v, want value 42 under fence 1", w)
+	}
+	if r := c.Do(Request{Op: history.Release, Key: "k", Token: "B"}, history.Event{F: history.Release, Key: "k", Token: "B"}); r.Type != history.Fail {
+		t.Fatalf("release of a lease this worker does not hold: %+v", r)
+	}
+	if r := c.Do(Request{Op: history.Release, Key: "k", Token: "A"}, history.Event{F: history.Release, Key: "k", Token: "A"}); r.Type != history.OK {
+		t.Fatalf("release: %+v", r)
+	}
+	events := rec.Events()
+	if len(events) != 6 || events[0].Type != history.Invoke || events[1].Type != history.OK || events[1].Fence != 1 {
+		t.Fatalf("history %+v", events)
+	}
+}
+
+// A pause point freezes the worker before it answers: the reply must not
+// arrive until the harness resumes it.
+func TestPausePointFreezesBeforeTheReply(t *testing.T) {
+	paused := make(chan frozenWorker, 1)
+	c, _ := testClient(t, "cad", func(c *Client, w *workerProc, point string) {
+		if point == PointBeforeWrite {
+			paused <- frozenWorker{c: c, w: w}
+		}
+	})
+	replies := make(chan Message, 1)
+	go func() {
+		replies <- c.call(Request{Op: history.Write, Key: "k", Token: "A", Pause: []string{PointBeforeWrite}})
+	}()
+	var f frozenWorker
+	select {
+	case f = <-paused:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker never reached its pause point")
+	}
+	if err := proc.WaitStopped(f.w.cmd.Process.Pid, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-replies:
+		t.Fatalf("a frozen worker replied: %+v", m)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := f.resume(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-replies:
+		if m.Type != history.OK {
+			t.Fatalf("reply after resume: %+v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reply after resume")
+	}
+}
+
+func TestKilledWorkerGivesInfo(t *testing.T) {
+	paused := make(chan frozenWorker, 1)
+	c, _ := testClient(t, "naive", func(c *Client, w *workerProc, point string) { paused <- frozenWorker{c: c, w: w} })
+	replies := make(chan Message, 1)
+	go func() {
+		replies <- c.call(Request{Op: history.Acquire, Key: "k", Token: "A", TTLMs: 1000, Pause: []string{"after-setnx"}})
+	}()
+	f := <-paused
+	f.kill()
+	if m := <-replies; m.Type != history.Info {
+		t.Fatalf("reply from a killed worker: %+v, want info", m)
+	}
+	if err := c.replace(); err != nil {
+		t.Fatal(err)
+	}
+	// The killed client set the key without an expiry: the lock is stuck.
+	r := c.call(Request{Op: history.Acquire, Key: "k", Token: "B", TTLMs: 1000})
+	if r.Type != history.Fail {
+		t.Fatalf("acquire after a crash between SETNX and EXPIRE: %+v, want busy", r)
+	}
+}
+
+func TestResourceRejectsOlderFences(t *testing.T) {
+	rec := history.NewRecorder(nil)
+	r := NewResource(rec, true)
+	if e := r.Write(history.Event{F: history.Write}, 1, 5); e.Type != history.OK {
+		t.Fatalf("first write %+v", e)
+	}
+	if e := r.Write(history.Event{F: history.Write}, 2, 4); e.Type != history.Fail || r.Value() != 1 {
+		t.Fatalf("older fence accepted: %+v, value %d", e, r.Value())
+	}
+	if e := r.Write(history.Event{F: history.Write}, 2, 5); e.Type != history.OK || r.Value() != 2 {
+		t.Fatalf("equal fence rejected: %+v", e)
+	}
+	unfenced := NewResource(rec, false)
+	unfenced.Write(history.Event{F: history.Write}, 7, 9)
+	if e := unfenced.Write(history.Event{F: history.Write}, 3, 1); e.Type != history.OK {
+		t.Fatalf("an unfenced resource rejected a write: %+v", e)
+	}
+}
