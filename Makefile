@@ -2,19 +2,19 @@
 GO    ?= go
 BIN   := bin/harness
 SUDO  := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-REDIS_PKGS := redis-server redis-sentinel redis-tools
+PKGS  := redis-server redis-sentinel redis-tools chromium
 
-.PHONY: setup deps build test test-short lint bench clean
+.PHONY: setup deps build test test-short lint bench repro-failover repro clean
 
-## setup: install Redis from Debian's packages when missing, then build bin/harness
+## setup: install Redis (and Chromium, for the page tests) from Debian's packages when missing, then build bin/harness
 setup: deps build
 
 deps:
-	@if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null; then \
-		echo "redis: $$(redis-server --version | cut -d' ' -f3)"; \
+	@if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null && command -v chromium >/dev/null; then \
+		echo "redis: $$(redis-server --version | cut -d' ' -f3); $$(chromium --version 2>/dev/null)"; \
 	else \
-		echo "installing $(REDIS_PKGS) from Debian's packages"; \
-		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(REDIS_PKGS); \
+		echo "installing $(PKGS) from Debian's packages"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PKGS); \
 	fi
 	$(GO) mod download
 
@@ -39,6 +39,15 @@ lint:
 ## bench: the checker's benchmarks
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./checker
+
+## repro-failover: reproduce the Sentinel failover double grant for ten seeds
+repro-failover: build
+	$(BIN) repro failover-double-grant --seeds 10
+
+## repro NAME=...: reproduce any catalog scenario (SEEDS=N, default 5)
+repro: build
+	@test -n "$(NAME)" || (echo "usage: make repro NAME=<scenario> [SEEDS=N]"; exit 2)
+	$(BIN) repro $(NAME) --seeds $(or $(SEEDS),5)
 
 clean:
 	rm -rf bin

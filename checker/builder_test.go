@@ -83,6 +83,15 @@ func (o *hop) each(set func(e *history.Event)) *hop {
 }
 
 func (o *hop) ttl(ms int64) *hop { o.inv.TTLMs = ms; return o }
+
+// err sets the completion's error text.
+func (o *hop) err(text string) *hop {
+	if o.done != nil {
+		o.done.Error = text
+	}
+	return o
+}
+
 func (o *hop) fence(f int64) *hop {
 	return o.each(func(e *history.Event) { e.Fence = f })
 }
@@ -165,4 +174,37 @@ func mentions(t *testing.T, text string, parts ...string) {
 			t.Errorf("narrative lacks %q:\n%s", p, text)
 		}
 	}
+}
+
+// readOnly is a definite rejection that says nothing about the lock.
+const readOnly = "READONLY You can't write against a read only replica."
+
+// linear asserts a model's porcupine result and the keys it failed on.
+func linear(t *testing.T, r Result, model, want string, failed ...string) {
+	t.Helper()
+	for _, m := range r.Linearizability.Models {
+		if m.Model != model {
+			continue
+		}
+		if m.Result != want || strings.Join(m.Failed, ",") != strings.Join(failed, ",") {
+			t.Errorf("%s: %s failing %v, want %s failing %v (%s)", model, m.Result, m.Failed, want, failed, r)
+		}
+		return
+	}
+	t.Errorf("%s was not checked: %+v", model, r.Linearizability)
+}
+
+// noted asserts that a note contains every part.
+func noted(t *testing.T, r Result, parts ...string) {
+	t.Helper()
+	for _, n := range r.Notes {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(n, p)
+		}
+		if all {
+			return
+		}
+	}
+	t.Errorf("no note says %q: %q", parts, r.Notes)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/lockharness/lockharness/history"
 )
@@ -17,13 +18,19 @@ const maxFindings = 100
 // depends on an operation of unknown outcome.
 const forever int64 = math.MaxInt64
 
-// Check audits a history: lease overlaps (double-grant), releases and
-// extends of leases that had expired (foreign-release), the protected
-// resource (stale-write, fencing, lost-update), liveness after healing
-// (stuck-lock), and per-operation stats. A malformed history (a completion
-// without an invoke, a second invoke while one is outstanding) is an error
-// naming the event's index.
+// Check checks a history: porcupine against the lease-lock model (and the
+// fenced-mutex model when grants carry fences), lease overlaps
+// (double-grant), releases and extends of leases that had expired
+// (foreign-release), the protected resource (stale-write, fencing,
+// lost-update), liveness after healing (stuck-lock), and per-operation
+// stats. The verdict is invalid when an audit counts an anomaly or
+// porcupine finds the lock operations not linearizable, unknown when
+// porcupine ran out of time (Options.Timeout, counted from the call) and no
+// audit found anything, and valid otherwise. A malformed history (a
+// completion without an invoke, a second invoke while one is outstanding)
+// is an error naming the event's index.
 func Check(events []history.Event, opts Options) (Result, error) {
+	deadline := time.Now().Add(opts.timeout())
 	ops, err := pairOps(events)
 	if err != nil {
 		return Result{}, err
@@ -32,6 +39,9 @@ func Check(events []history.Event, opts Options) (Result, error) {
 	c.auditLeases()
 	c.auditResource()
 	c.auditLiveness()
+	if err := c.checkLinearizability(deadline); err != nil {
+		return Result{}, err
+	}
 	return c.result(), nil
 }
 
@@ -53,7 +63,11 @@ type checker struct {
 	res              Result
 	found            []found
 	listed, unlisted map[string]int
+	// perKey counts each anomaly per key.
+	perKey map[anomalyKey]int
 }
+
+type anomalyKey struct{ anomaly, key string }
 
 // found is a Finding with what it is sorted by.
 type found struct {
@@ -72,7 +86,9 @@ func newChecker(events []history.Event, ops []op, opts Options) *checker {
 		leases:   make(map[string][]*lease),
 		listed:   make(map[string]int),
 		unlisted: make(map[string]int),
+		perKey:   make(map[anomalyKey]int),
 	}
+	c.res.opts = opts
 	c.res.Anomalies = make(map[string]int, len(AnomalyNames))
 	for _, name := range AnomalyNames {
 		c.res.Anomalies[name] = 0
@@ -84,6 +100,7 @@ func newChecker(events []history.Event, ops []op, opts Options) *checker {
 // ps are event positions in the history, in any order, repeats allowed.
 func (c *checker) report(anomaly, key string, ps []int, narrative string) {
 	c.res.Anomalies[anomaly]++
+	c.perKey[anomalyKey{anomaly, key}]++
 	c.list(anomaly, key, ps, narrative)
 }
 
@@ -134,7 +151,15 @@ func (c *checker) result() Result {
 			r.Notes = append(r.Notes, fmt.Sprintf("%d more %s findings are counted but not listed", n, name))
 		}
 	}
+	r.Notes = append(r.Notes, c.disagreements()...)
 	r.Valid = Valid
+	switch r.Linearizability.Result {
+	case LinearIllegal:
+		r.Valid = Invalid
+	case LinearUnknown:
+		r.Valid = Unknown
+		r.Notes = append(r.Notes, fmt.Sprintf("the linearizability check did not finish within %s", c.res.opts.timeout()))
+	}
 	for _, n := range r.Anomalies {
 		if n > 0 {
 			r.Valid = Invalid

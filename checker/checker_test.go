@@ -81,13 +81,26 @@ func TestBoundaryOverlapWithinSlack(t *testing.T) {
 }
 
 func TestReleaseCutsWindow(t *testing.T) {
-	for name, outcome := range map[string]string{"ok": ok, "fail": fail, "info": info, "unfinished": pending} {
+	// A rejected release (READONLY) certainly did nothing, but the client
+	// no longer claims the lock; a "not held" one is a different story
+	// (TestHolderFailureWhileLiveIsNotLinearizable).
+	for name, outcome := range map[string]string{"ok": ok, "rejected": fail, "info": info, "unfinished": pending} {
 		t.Run("release "+name, func(t *testing.T) {
 			h := newHist()
 			h.acquire(0, key, "A", 0, 5, ok)
-			h.release(0, key, "A", 400, 410, outcome)
+			h.release(0, key, "A", 400, 410, outcome).err(readOnly)
 			h.acquire(1, key, "B", 402, 406, ok)
-			expect(t, h.check(t, Options{}), nil)
+			r := h.check(t, Options{})
+			if outcome == fail {
+				// The audit stands aside; porcupine knows A still held it.
+				if r.Anomalies[DoubleGrant] != 0 || r.Valid != Invalid {
+					t.Errorf("%s, want no double grant counted and the verdict invalid", r)
+				}
+				linear(t, r, LeaseLockModel, LinearIllegal, key)
+				noted(t, r, "porcupine: not linearizable on lock:a", "overlap audit: 0 double grants")
+				return
+			}
+			expect(t, r, nil)
 		})
 	}
 	t.Run("acquire before release", func(t *testing.T) {
@@ -107,7 +120,7 @@ func TestExtendLengthensWindow(t *testing.T) {
 	}{
 		{"extended", ok, map[string]int{DoubleGrant: 1}},
 		{"no extend", "", nil},
-		{"extend failed", fail, nil},
+		{"extend rejected", fail, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,7 +128,7 @@ func TestExtendLengthensWindow(t *testing.T) {
 			h.acquire(0, key, "A", 0, 5, ok)
 			if tc.extend != "" {
 				// The watchdog runs under its own process.
-				h.extend(9, key, "A", 500, 505, tc.extend, 1000).client(0)
+				h.extend(9, key, "A", 500, 505, tc.extend, 1000).client(0).err(readOnly)
 			}
 			h.acquire(1, key, "B", 1200, 1205, ok)
 			r := h.check(t, Options{})

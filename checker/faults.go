@@ -10,8 +10,8 @@ import (
 // fault is one nemesis window. The audits ignore faults; narratives mention
 // the ones around a finding because they are usually its cause.
 type fault struct {
-	name, target string
-	start, end   int64 // end is forever if the history never ended it
+	name, target, detail string
+	start, end           int64 // end is forever if the history never ended it
 }
 
 // faultWindows pairs each nemesis start with the next end of the same fault
@@ -29,7 +29,7 @@ func faultWindows(events []history.Event) []fault {
 		switch e.Phase {
 		case history.Start:
 			open[k] = append(open[k], len(faults))
-			faults = append(faults, fault{name: e.F, target: e.Target, start: e.Time, end: forever})
+			faults = append(faults, fault{name: e.F, target: e.Target, detail: e.Detail, start: e.Time, end: forever})
 		case history.End:
 			if q := open[k]; len(q) > 0 {
 				faults[q[0]].end = e.Time

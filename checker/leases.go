@@ -126,6 +126,12 @@ func (c *checker) walkLease(acq *op, uses []*op, audit bool) (*lease, []foreignU
 	hi := plus(acq.doneT, ttl) // may be live until here, before slack
 	var hiBy *op
 	var foreign []foreignUse
+	// An extend sets the lease's remaining length (PEXPIRE), shorter or
+	// longer: the last one to land decides. lastOK is the latest extend
+	// known to have landed; minUnknown is the shortest length asked for by
+	// an extend of unknown outcome, which may land after any later one.
+	var lastOK *op
+	minUnknown := forever
 	for _, u := range uses {
 		late := u.invT > plus(hi, c.slack)
 		if late && audit && u.outcome == history.OK {
@@ -142,16 +148,24 @@ func (c *checker) walkLease(acq *op, uses []*op, audit bool) (*lease, []foreignU
 			if late {
 				continue
 			}
+			d := extendTTL(u, acq)
 			switch u.outcome {
 			case history.OK:
-				d := extendTTL(u, acq)
-				if end := plus(u.invT, d); end > l.certEnd {
+				end := plus(u.invT, min(d, minUnknown))
+				if lastOK == nil || u.invT >= lastOK.doneT || end < l.certEnd {
+					// This extend landed after the previous one, or
+					// may have (they overlap): its length counts.
 					l.certEnd, l.certBy = end, u
 				}
+				lastOK = u
 				if end := plus(u.doneT, d); end > hi {
 					hi, hiBy = end, u
 				}
 			case history.Info:
+				minUnknown = min(minUnknown, d)
+				if end := plus(u.invT, d); end < l.certEnd {
+					l.certEnd, l.certBy = end, u
+				}
 				hi, hiBy = forever, u
 			}
 		}

@@ -1,4 +1,6 @@
-// Package checker turns a history into a verdict: audits of the lock's
+// Package checker turns a history into a verdict: a linearizability check of
+// every lock operation with porcupine against the lease-lock model (and the
+// fenced-mutex model when the lock hands out fences), audits of the lock's
 // grants (overlap, foreign release), of the protected resource (stale writes,
 // fencing, the counter), liveness after healing, and per-operation stats.
 package checker
@@ -84,6 +86,20 @@ type Options struct {
 	// bound and added to every "the lease may have lasted until" bound, to
 	// absorb clock-rate differences between the harness and the servers.
 	Slack time.Duration
+	// Timeout bounds the check, counted from the call to Check (0:
+	// DefaultTimeout): porcupine stops when it runs out, and the verdict
+	// is then unknown unless an audit found an anomaly. Never valid.
+	Timeout time.Duration
+}
+
+// DefaultTimeout is the check's time bound when Options.Timeout is 0.
+const DefaultTimeout = 30 * time.Second
+
+func (o Options) timeout() time.Duration {
+	if o.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return o.Timeout
 }
 
 // Finding is one anomaly with the events behind it, in order.
@@ -133,12 +149,70 @@ type Result struct {
 	Counter   Counter            `json:"counter"`
 	Liveness  string             `json:"liveness"`
 	Findings  []Finding          `json:"findings"`
-	// Notes explain an unknown verdict or a check that could not run.
+	// Notes explain an unknown verdict or a check that could not run, and
+	// say so when porcupine and the overlap audit disagree.
 	Notes []string `json:"notes,omitempty"`
+	// Linearizability is porcupine's verdict on the lock operations.
+	Linearizability Linearizability `json:"linearizability"`
+
+	// opts are the options the result was reached with, for WriteLinearHTML.
+	opts Options
 }
+
+// Linearizable reports whether porcupine found every model's history
+// linearizable (false when it found one not linearizable or did not finish).
+func (r Result) Linearizable() bool { return r.Linearizability.Result == LinearOK }
 
 // String is a compact form for logs and test failures.
 func (r Result) String() string {
 	b, _ := json.Marshal(r.Anomalies)
-	return fmt.Sprintf("%s %s fencing.rejected=%d", r.Valid, b, r.Fencing.Rejected)
+	s := fmt.Sprintf("%s %s fencing.rejected=%d", r.Valid, b, r.Fencing.Rejected)
+	for _, m := range r.Linearizability.Models {
+		s += fmt.Sprintf(" %s=%s", m.Model, m.Result)
+		if len(m.Failed) > 0 {
+			s += fmt.Sprintf("%v", m.Failed)
+		}
+	}
+	return s
+}
+
+// Porcupine's results, as results.json writes them.
+const (
+	LinearOK      = "ok"
+	LinearIllegal = "illegal"
+	LinearUnknown = "unknown"
+)
+
+// Model names.
+const (
+	LeaseLockModel   = "lease-lock"
+	FencedMutexModel = "fenced-mutex"
+)
+
+// Linearizability is what porcupine concluded about the lock operations.
+type Linearizability struct {
+	// Result is ok when every model accepted the history, illegal when one
+	// found it not linearizable, unknown when a check ran out of time.
+	Result string `json:"result"`
+	// Models has one entry per model checked: always the lease-lock model,
+	// and the fenced-mutex model when some grant carried a fence.
+	Models []ModelCheck `json:"models"`
+}
+
+// ModelCheck is one model's porcupine check.
+type ModelCheck struct {
+	Model  string `json:"model"`
+	Result string `json:"result"`
+	// ElapsedMs is the check's wall time.
+	ElapsedMs float64 `json:"elapsed_ms"`
+	// Operations counts the lock operations checked, Keys the lock keys
+	// (porcupine's partitions) and Segments the independent pieces the keys
+	// were cut into (see models.Partitioning).
+	Operations int `json:"operations"`
+	Keys       int `json:"keys"`
+	Segments   int `json:"segments"`
+	// Failed lists the keys whose operations are not linearizable, Unknown
+	// those whose check did not finish.
+	Failed  []string `json:"failed,omitempty"`
+	Unknown []string `json:"unknown,omitempty"`
 }

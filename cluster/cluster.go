@@ -24,7 +24,7 @@ var Persistences = []string{PersistNone, PersistAOFAlways}
 
 // Topologies and backends this build knows.
 var (
-	Topologies = []string{"single"}
+	Topologies = []string{"single", "sentinel"}
 	Backends   = []string{"local"}
 )
 
@@ -50,12 +50,25 @@ type Spec struct {
 	Persistence string
 	// Dir holds one directory per node (data and log).
 	Dir string
+	// Link makes a proxy named name in front of upstream and returns its
+	// address. Topologies whose nodes talk to each other (replication,
+	// sentinels) route that traffic through such proxies, so it can be
+	// faulted like any client link.
+	Link func(name, upstream string) (addr string, err error)
 }
 
 // Cluster is a started topology.
 type Cluster struct {
 	Topology string
-	Nodes    []Node
+	// Nodes are the Redis servers; for sentinel, n1 starts as the primary.
+	Nodes []Node
+	// Sentinels watch the nodes (sentinel topology only).
+	Sentinels []Node
+	// Internal maps a node's name to the address its peers and the
+	// sentinels use for it: its internal proxy.
+	Internal map[string]string
+	// Master is the name the sentinels monitor the primary under.
+	Master string
 }
 
 // Validate reports the first unknown name in the spec, listing the valid ones.
@@ -86,6 +99,9 @@ func Start(ctx context.Context, s Spec) (*Cluster, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	if s.Topology == "sentinel" {
+		return startSentinel(ctx, s)
+	}
 	c := &Cluster{Topology: s.Topology}
 	n, err := StartLocal(ctx, "n1", filepath.Join(s.Dir, "n1"), s.Persistence)
 	if err != nil {
@@ -107,10 +123,11 @@ func (c *Cluster) Node(name string) (Node, error) {
 	return nil, fmt.Errorf("no node %q (nodes: %s)", name, strings.Join(names, ", "))
 }
 
-// Close stops every node. Paused nodes are resumed first so they can exit.
+// Close stops every node and sentinel. Paused nodes are resumed first so
+// they can exit.
 func (c *Cluster) Close() error {
 	var errs []error
-	for _, n := range c.Nodes {
+	for _, n := range append(append([]Node(nil), c.Sentinels...), c.Nodes...) {
 		errs = append(errs, n.Stop())
 	}
 	return errors.Join(errs...)

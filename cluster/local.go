@@ -18,12 +18,14 @@ import (
 	"github.com/lockharness/lockharness/internal/proc"
 )
 
-// LocalNode is a redis-server child process on 127.0.0.1.
+// LocalNode is a redis-server (or redis-sentinel) child process on 127.0.0.1.
 type LocalNode struct {
 	name        string
 	dir         string
 	port        int
 	persistence string
+	extra       []string
+	sentinel    bool
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -31,24 +33,69 @@ type LocalNode struct {
 	paused bool
 }
 
+// LocalConfig describes a local node.
+type LocalConfig struct {
+	Name, Dir   string
+	Persistence string
+	// Port is the node's port; 0 picks a free one.
+	Port int
+	// Args are extra redis-server arguments, such as --replicaof.
+	Args []string
+	// Sentinel runs redis-sentinel with Args as its configuration lines.
+	Sentinel bool
+}
+
 // StartLocal starts redis-server on a free port with its data and log in dir.
 func StartLocal(ctx context.Context, name, dir, persistence string) (*LocalNode, error) {
-	if err := OneOf("persistence", persistence, Persistences); err != nil {
+	return StartLocalConfig(ctx, LocalConfig{Name: name, Dir: dir, Persistence: persistence})
+}
+
+// StartLocalConfig starts a node as cfg describes and waits for its PONG.
+func StartLocalConfig(ctx context.Context, cfg LocalConfig) (*LocalNode, error) {
+	if cfg.Persistence == "" {
+		cfg.Persistence = PersistNone
+	}
+	if err := OneOf("persistence", cfg.Persistence, Persistences); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
+	port := cfg.Port
+	if port == 0 {
+		var err error
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
 	}
-	n := &LocalNode{name: name, dir: dir, port: port, persistence: persistence}
+	n := &LocalNode{name: cfg.Name, dir: cfg.Dir, port: port, persistence: cfg.Persistence, extra: cfg.Args, sentinel: cfg.Sentinel}
+	if n.sentinel {
+		if err := n.writeSentinelConf(); err != nil {
+			return nil, err
+		}
+	}
 	if err := n.start(ctx); err != nil {
 		return nil, err
 	}
 	return n, nil
 }
+
+// writeSentinelConf writes the sentinel's configuration once: sentinel
+// rewrites the file as it learns, and a restarted sentinel must keep that.
+func (n *LocalNode) writeSentinelConf() error {
+	lines := []string{
+		"bind 127.0.0.1",
+		"port " + strconv.Itoa(n.port),
+		"dir " + n.dir,
+		"logfile " + n.LogPath(),
+		"daemonize no",
+		"protected-mode no",
+	}
+	lines = append(lines, n.extra...)
+	return os.WriteFile(n.confPath(), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+func (n *LocalNode) confPath() string { return filepath.Join(n.dir, "sentinel.conf") }
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.
 func FreePort() (int, error) {
@@ -63,10 +110,21 @@ func FreePort() (int, error) {
 func (n *LocalNode) Name() string { return n.name }
 func (n *LocalNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
 
-// LogPath is the node's redis log.
-func (n *LocalNode) LogPath() string { return filepath.Join(n.dir, "redis.log") }
+// LogPath is the node's log.
+func (n *LocalNode) LogPath() string {
+	if n.sentinel {
+		return filepath.Join(n.dir, "sentinel.log")
+	}
+	return filepath.Join(n.dir, "redis.log")
+}
+
+// Port is the node's own port.
+func (n *LocalNode) Port() int { return n.port }
 
 func (n *LocalNode) args() []string {
+	if n.sentinel {
+		return []string{n.confPath()}
+	}
 	a := []string{
 		"--bind", "127.0.0.1",
 		"--port", strconv.Itoa(n.port),
@@ -81,15 +139,19 @@ func (n *LocalNode) args() []string {
 	} else {
 		a = append(a, "--appendonly", "no")
 	}
-	return a
+	return append(a, n.extra...)
 }
 
 func (n *LocalNode) start(ctx context.Context) error {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return fmt.Errorf("redis-server not found on PATH (run `make setup`): %w", err)
+	binary := "redis-server"
+	if n.sentinel {
+		binary = "redis-sentinel"
 	}
-	if n.persistence == PersistNone {
+	bin, err := exec.LookPath(binary)
+	if err != nil {
+		return fmt.Errorf("%s not found on PATH (run `make setup`): %w", binary, err)
+	}
+	if n.persistence == PersistNone && !n.sentinel {
 		// A restart without persistence must come back empty, whatever an
 		// earlier configuration left behind.
 		os.RemoveAll(filepath.Join(n.dir, "appendonlydir"))
@@ -98,7 +160,7 @@ func (n *LocalNode) start(ctx context.Context) error {
 	cmd := exec.Command(bin, n.args()...)
 	cmd.Dir = n.dir
 	if err := proc.Start(cmd); err != nil {
-		return fmt.Errorf("node %s: start redis-server: %w", n.name, err)
+		return fmt.Errorf("node %s: start %s: %w", n.name, binary, err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -124,7 +186,7 @@ func (n *LocalNode) waitReady(ctx context.Context, exited <-chan struct{}) error
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("node %s: redis-server exited during start-up; log %s ends:\n%s", n.name, n.LogPath(), tail(n.LogPath(), 5))
+			return fmt.Errorf("node %s: %s exited during start-up; log %s ends:\n%s", n.name, filepath.Base(n.cmd.Path), n.LogPath(), tail(n.LogPath(), 5))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(10 * time.Millisecond):

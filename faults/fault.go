@@ -21,6 +21,7 @@ import (
 // Registry lists every fault the nemesis can inject.
 var Registry = []Fault{
 	partition, latency, pauseNode, killNode, pauseClient, killClient,
+	partitionPrimary, splitBrain, killPrimary, pausePrimary, replicationLag, failover,
 }
 
 // None is the nemesis name for a run without faults.
@@ -30,6 +31,8 @@ const None = "none"
 type Fault struct {
 	Name    string
 	Summary string
+	// Topologies the fault applies to; empty means all.
+	Topologies []string
 	// Run injects the fault once, holds it, heals it, and records its window
 	// with env.Begin and the returned end. It must heal before returning,
 	// also when ctx is cancelled.
@@ -44,6 +47,8 @@ type Clients interface {
 	KillPoint() string
 	// AwaitGrant returns the slot of the next client granted the lock.
 	AwaitGrant(ctx context.Context) (int, error)
+	// AwaitRelease returns the slot of the next client that released it.
+	AwaitRelease(ctx context.Context) (int, error)
 }
 
 // Env is what faults act on.
@@ -56,7 +61,11 @@ type Env struct {
 	// links to the nodes.
 	NumClients  int
 	ClientLinks func(slot int) []*Link
-	TTL         time.Duration
+	// ClientLink is the link of a slot to one node.
+	ClientLink func(slot int, node string) *Link
+	TTL        time.Duration
+	// Hold is how long a client keeps the lock after its write.
+	Hold time.Duration
 	// Log reports progress to the person running the harness.
 	Log func(format string, args ...any)
 }
@@ -90,6 +99,24 @@ func Lookup(list string) ([]Fault, error) {
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// Check reports whether every fault applies to the topology, naming the
+// ones that do not and where they would.
+func Check(faults []Fault, topology string) error {
+	for _, f := range faults {
+		if len(f.Topologies) == 0 {
+			continue
+		}
+		ok := false
+		for _, t := range f.Topologies {
+			ok = ok || t == topology
+		}
+		if !ok {
+			return fmt.Errorf("nemesis %s needs topology %s, not %s", f.Name, strings.Join(f.Topologies, " or "), topology)
+		}
+	}
+	return nil
 }
 
 func find(name string) (Fault, bool) {

@@ -54,6 +54,23 @@ func (n *Network) Link(name, upstream string) (*Link, error) {
 	return l, nil
 }
 
+// Proxy creates a link and returns its address; it is how topologies
+// route their nodes' own traffic through the network.
+func (n *Network) Proxy(name, upstream string) (string, error) {
+	l, err := n.Link(name, upstream)
+	if err != nil {
+		return "", err
+	}
+	return l.Addr(), nil
+}
+
+// Get returns the link with the name, or nil.
+func (n *Network) Get(name string) *Link {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.links[name]
+}
+
 // Links returns every link whose name has the prefix, sorted by name.
 func (n *Network) Links(prefix string) []*Link {
 	n.mu.Lock()

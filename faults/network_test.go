@@ -80,7 +80,7 @@ func TestLookupNemesis(t *testing.T) {
 	if fs, err := Lookup("none"); err != nil || len(fs) != 0 {
 		t.Fatalf("none = %v, %v", fs, err)
 	}
-	if _, err := Lookup("nosuch"); err == nil || err.Error() != `unknown nemesis "nosuch" (valid: kill-client, kill-node, latency, none, partition, pause-client, pause-node)` {
+	if _, err := Lookup("nosuch"); err == nil || err.Error() != `unknown nemesis "nosuch" (valid: failover, kill-client, kill-node, kill-primary, latency, none, partition, partition-primary, pause-client, pause-node, pause-primary, replication-lag, split-brain)` {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := Lookup("none,partition"); err == nil {

@@ -19,6 +19,22 @@ func someClients(rng *rand.Rand, n int) []int {
 	return perm
 }
 
+// someClientsBut draws like someClients from every slot except one (none
+// when except is -1).
+func someClientsBut(rng *rand.Rand, n, except int) []int {
+	if except < 0 || n <= 1 {
+		return someClients(rng, n)
+	}
+	var out []int
+	for _, i := range someClients(rng, n-1) {
+		if i >= except {
+			i++
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
 func sortInts(a []int) {
 	for i := 1; i < len(a); i++ {
 		for j := i; j > 0 && a[j] < a[j-1]; j-- {

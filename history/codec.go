@@ -67,8 +67,8 @@ func Encode(w io.Writer, events []Event) error {
 
 func (e Event) validate() error {
 	if e.Process == Nemesis {
-		if e.Phase != Start && e.Phase != End {
-			return fmt.Errorf("nemesis event has phase %q, want %q or %q", e.Phase, Start, End)
+		if e.Phase != Start && e.Phase != End && e.Phase != Instant {
+			return fmt.Errorf("nemesis event has phase %q, want %q, %q or %q", e.Phase, Start, End, Instant)
 		}
 		if e.F == "" {
 			return fmt.Errorf("nemesis event has no fault name in \"f\"")

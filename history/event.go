@@ -32,10 +32,12 @@ const (
 	Read    = "read"
 )
 
-// Nemesis phases.
+// Nemesis phases. Instant marks something the harness observed rather
+// than caused, such as a sentinel switching the primary.
 const (
-	Start = "start"
-	End   = "end"
+	Start   = "start"
+	End     = "end"
+	Instant = "event"
 )
 
 // Nemesis is the process of fault events.

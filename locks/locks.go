@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 )
 
 // Recipes is the registry: every recipe the harness can test.
-var Recipes = []Recipe{naive, del, cad, renew, fenced}
+var Recipes = []Recipe{naive, del, cad, renew, fenced, wait}
 
 // Recipe names a lock implementation and builds it.
 type Recipe struct {
@@ -137,13 +138,50 @@ func command[T any](ctx context.Context, timeout time.Duration, fn func(context.
 	return fn(cctx)
 }
 
+// Target is where a client finds the lock service: one address, or a
+// sentinel-monitored primary.
+type Target struct {
+	Addr string
+	// Master and Sentinels select go-redis's failover client.
+	Master    string
+	Sentinels []string
+	// Dial maps an address the servers announce (a node's internal proxy)
+	// to this client's own proxy for that node, so each client can be cut
+	// off from one node alone.
+	Dial map[string]string
+}
+
 // NewClient is the go-redis client every recipe runs on: no retries (a
 // retried SET NX can be told "busy" by its own first attempt) and context
 // deadlines honoured.
-func NewClient(addr string, opTimeout time.Duration) *redis.Client {
+func NewClient(t Target, opTimeout time.Duration) *redis.Client {
+	dialer := &net.Dialer{Timeout: opTimeout}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if mapped, ok := t.Dial[addr]; ok {
+			addr = mapped
+		}
+		return dialer.DialContext(ctx, network, addr)
+	}
+	if t.Master != "" {
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:            t.Master,
+			SentinelAddrs:         t.Sentinels,
+			Dialer:                dial,
+			MaxRetries:            -1,
+			DialerRetries:         1,
+			ContextTimeoutEnabled: true,
+			DialTimeout:           opTimeout,
+			ReadTimeout:           opTimeout,
+			WriteTimeout:          opTimeout,
+			PoolSize:              4,
+			DisableIdentity:       true,
+		})
+	}
 	return redis.NewClient(&redis.Options{
-		Addr:                  addr,
+		Addr:                  t.Addr,
+		Dialer:                dial,
 		MaxRetries:            -1,
+		DialerRetries:         1,
 		ContextTimeoutEnabled: true,
 		DialTimeout:           opTimeout,
 		ReadTimeout:           opTimeout,

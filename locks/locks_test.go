@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func newLocker(t *testing.T, name string) (Locker, *[]string, *[]Op) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := NewClient(n.Addr(), time.Second)
+	client := NewClient(Target{Addr: n.Addr()}, time.Second)
 	t.Cleanup(func() { client.Close() })
 	var mu sync.Mutex
 	points, ops := &[]string{}, &[]Op{}
@@ -39,6 +40,9 @@ func newLocker(t *testing.T, name string) (Locker, *[]string, *[]Op) {
 func TestEveryRecipeExcludesAndReleases(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range Names() {
+		if name == "wait" {
+			continue // needs a replica: TestWaitNeedsAReplica
+		}
 		t.Run(name, func(t *testing.T) {
 			l, _, _ := newLocker(t, name)
 			a, err := l.Acquire(ctx, "k", "A", 2*time.Second)
@@ -148,5 +152,48 @@ func TestDefinite(t *testing.T) {
 	}
 	if Definite(context.DeadlineExceeded) || Definite(errors.New("i/o timeout")) {
 		t.Error("timeouts are not definite")
+	}
+}
+
+func TestWaitNeedsAReplica(t *testing.T) {
+	ctx := context.Background()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed; run `make setup`")
+	}
+	primary, err := cluster.StartLocalConfig(ctx, cluster.LocalConfig{Name: "n1", Dir: t.TempDir(),
+		Args: []string{"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { primary.Stop() })
+	client := NewClient(Target{Addr: primary.Addr()}, time.Second)
+	t.Cleanup(func() { client.Close() })
+	l := wait.New(Config{Client: client, OpTimeout: time.Second})
+
+	lease, err := l.Acquire(ctx, "k", "A", time.Second)
+	if !errors.Is(err, ErrUnreplicated) || lease.Token != "A" {
+		t.Fatalf("without replicas: %+v, %v; want the lease and ErrUnreplicated", lease, err)
+	}
+	if err := l.Release(ctx, lease); err != nil {
+		t.Fatalf("releasing the unreplicated grant: %v", err)
+	}
+
+	host, port, _ := strings.Cut(primary.Addr(), ":")
+	replica, err := cluster.StartLocalConfig(ctx, cluster.LocalConfig{Name: "n2", Dir: t.TempDir(), Args: []string{"--replicaof", host, port}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { replica.Stop() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lease, err = l.Acquire(ctx, "k", "B", time.Second)
+		if err == nil {
+			break
+		}
+		l.Release(ctx, lease)
+		if time.Now().After(deadline) {
+			t.Fatalf("with a replica attached: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
 )
 
 // Results is results.json: the verdict and its evidence. Scripts and CI read
@@ -24,31 +26,80 @@ type Results struct {
 	Faults map[string]int `json:"faults"`
 	// Error is set when the harness itself failed.
 	Error string `json:"error,omitempty"`
+	// Interrupted is set when the run was stopped before it finished.
+	Interrupted bool `json:"interrupted,omitempty"`
+
+	// check is the checker's own result, kept for linear.html.
+	check checker.Result
 }
 
 // CheckerReport is the checker's evidence beyond the counts.
 type CheckerReport struct {
-	Liveness string            `json:"liveness"`
-	Counter  checker.Counter   `json:"counter"`
-	Findings []checker.Finding `json:"findings"`
-	Notes    []string          `json:"notes,omitempty"`
-	SlackMs  float64           `json:"slack_ms"`
+	// Linearizability is porcupine's verdict on the lock operations.
+	Linearizability checker.Linearizability `json:"linearizability"`
+	Liveness        string                  `json:"liveness"`
+	Counter         checker.Counter         `json:"counter"`
+	Findings        []checker.Finding       `json:"findings"`
+	Notes           []string                `json:"notes,omitempty"`
+	SlackMs         float64                 `json:"slack_ms"`
 }
 
-// NewResults assembles results.json from a checker result.
-func NewResults(r checker.Result, seed int64, spec any, command string, faults map[string]int, slackMs float64) (Results, error) {
-	js, err := json.Marshal(spec)
+// Meta is what results.json says about a run besides what the checker
+// concludes from its history: enough to re-check the run offline and reach
+// the same verdict.
+type Meta struct {
+	Seed    int64
+	Spec    json.RawMessage
+	Command string
+	// Error is the harness's own failure, if any.
+	Error string
+	// Interrupted runs stopped before their time limit and liveness check.
+	Interrupted bool
+}
+
+// MetaOf recovers the meta of an earlier results.json.
+func MetaOf(r Results) Meta {
+	return Meta{Seed: r.Seed, Spec: r.Spec, Command: r.Command, Error: r.Error, Interrupted: r.Interrupted}
+}
+
+// Conclude checks a history and assembles results.json. A run the harness
+// failed is unknown; an interrupted one is unknown unless what it recorded is
+// already invalid, because a clean part proves nothing about the rest.
+func Conclude(events []history.Event, meta Meta, opts checker.Options) (Results, error) {
+	r, err := checker.Check(events, opts)
 	if err != nil {
 		return Results{}, err
 	}
-	if faults == nil {
-		faults = map[string]int{}
+	switch {
+	case meta.Error != "":
+		r.Valid = checker.Unknown
+	case meta.Interrupted:
+		if r.Valid != checker.Invalid {
+			r.Valid = checker.Unknown
+		}
+		r.Notes = append(r.Notes, "the run was interrupted before it finished")
+	}
+	spec := meta.Spec
+	if spec == nil {
+		spec = json.RawMessage("{}")
 	}
 	return Results{
 		Valid: r.Valid, Anomalies: r.Anomalies, Fencing: r.Fencing, Stats: r.Stats,
-		Seed: seed, Spec: js, Command: command, Faults: faults,
-		Checker: CheckerReport{Liveness: r.Liveness, Counter: r.Counter, Findings: r.Findings, Notes: r.Notes, SlackMs: slackMs},
+		Seed: meta.Seed, Spec: spec, Command: meta.Command, Faults: faultCounts(events),
+		Error: meta.Error, Interrupted: meta.Interrupted, check: r,
+		Checker: CheckerReport{Linearizability: r.Linearizability, Liveness: r.Liveness, Counter: r.Counter, Findings: r.Findings, Notes: r.Notes,
+			SlackMs: float64(opts.Slack) / float64(time.Millisecond)},
 	}, nil
+}
+
+func faultCounts(events []history.Event) map[string]int {
+	counts := map[string]int{}
+	for _, e := range events {
+		if e.IsNemesis() && e.Phase == history.Start {
+			counts[e.F]++
+		}
+	}
+	return counts
 }
 
 // WriteResults writes dir/results.json.

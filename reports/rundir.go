@@ -1,6 +1,7 @@
 // Package reports turns a checked run into what people and scripts read: the
-// run directory and store/latest, results.json (a stable contract), and the
-// one-screen console summary.
+// run directory and store/latest, results.json (a stable contract), the
+// one-screen console summary, the timeline, latency and rate plots, the
+// run's index.html with a story per anomaly, and the store browser.
 package reports
 
 import (

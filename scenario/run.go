@@ -2,11 +2,13 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +29,8 @@ type Options struct {
 	WorkerBin string
 	// Progress receives a line per fault and phase; nil for silence.
 	Progress io.Writer
+	// CheckTimeout bounds the linearizability check (0: the checker's default).
+	CheckTimeout time.Duration
 }
 
 // Outcome is a finished run.
@@ -40,7 +44,6 @@ type Outcome struct {
 const (
 	quiet  = 500 * time.Millisecond
 	margin = time.Second
-	slack  = 2 * time.Millisecond
 )
 
 // Run carries out one run. An interrupted run (ctx cancelled) still stops
@@ -89,30 +92,20 @@ func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 		runErr = fmt.Errorf("writing the history: %w", err)
 	}
 
-	res, err := checker.Check(rec.Events(), checker.Options{Slack: slack})
-	if err != nil {
-		res = checker.Result{Valid: checker.Unknown, Notes: []string{"history could not be checked: " + err.Error()}}
-	}
-	switch {
-	case runErr != nil:
-		res.Valid = checker.Unknown
-	case ctx.Err() != nil:
-		// What was found in the recorded part stands; a clean part proves
-		// nothing about the rest.
-		if res.Valid != checker.Invalid {
-			res.Valid = checker.Unknown
-		}
-		res.Notes = append(res.Notes, "the run was interrupted before it finished")
-	}
-	results, err := reports.NewResults(res, spec.Seed, spec, spec.Command(), faultCounts(rec.Events()), float64(slack)/1e6)
-	if err != nil {
+	meta := reports.Meta{Seed: spec.Seed, Command: spec.Command(), Interrupted: ctx.Err() != nil}
+	if meta.Spec, err = json.Marshal(spec); err != nil {
 		return out, err
 	}
 	if runErr != nil {
-		results.Error = runErr.Error()
+		meta.Error = runErr.Error()
+	}
+	events := rec.Events()
+	results, err := reports.Conclude(events, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout})
+	if err != nil {
+		return out, fmt.Errorf("checking the history: %w", err)
 	}
 	out.Results = results
-	if err := reports.WriteResults(dir, results); err != nil {
+	if err := reports.WriteRun(dir, events, results, true); err != nil {
 		return out, err
 	}
 	return out, runErr
@@ -122,26 +115,25 @@ func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nemesis []faults.Fault,
 	dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any)) error {
 	logf("starting %s topology (%s backend) in %s", spec.Topology, spec.Backend, dir)
+	net := faults.NewNetwork()
+	defer net.Close()
 	cl, err := cluster.Start(ctx, cluster.Spec{Topology: spec.Topology, Backend: spec.Backend,
-		Persistence: spec.Persistence, Dir: filepath.Join(dir, "nodes")})
+		Persistence: spec.Persistence, Dir: filepath.Join(dir, "nodes"), Link: net.Proxy})
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 
-	net := faults.NewNetwork()
-	defer net.Close()
-	linkName := func(slot int, node string) string { return fmt.Sprintf("c%d-%s", slot, node) }
-	// Slot Clients is the closing liveness check's own client.
+	// Slot Clients is the closing liveness check's own client. Every client
+	// reaches every node and sentinel through a link of its own.
 	for slot := 0; slot <= spec.Clients; slot++ {
-		for _, n := range cl.Nodes {
-			if _, err := net.Link(linkName(slot, n.Name()), n.Addr()); err != nil {
+		for _, n := range append(append([]cluster.Node(nil), cl.Nodes...), cl.Sentinels...) {
+			if _, err := net.Link(clientLink(slot, n.Name()), n.Addr()); err != nil {
 				return err
 			}
 		}
 	}
 	clientLinks := func(slot int) []*faults.Link { return net.Links(fmt.Sprintf("c%d-", slot)) }
-	addr := func(slot int) string { return clientLinks(slot)[0].Addr() }
 
 	workerBin := opt.WorkerBin
 	if workerBin == "" {
@@ -149,13 +141,14 @@ func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nem
 			return err
 		}
 	}
-	spawn := func(addr string) *exec.Cmd {
-		return exec.Command(workerBin, "worker", "--addr", addr, "--lock", spec.Lock, "--op-timeout", spec.OpTimeout.String())
+	spawn := func(slot int) *exec.Cmd {
+		args := []string{"worker", "--lock", spec.Lock, "--op-timeout", spec.OpTimeout.String()}
+		return exec.Command(workerBin, append(args, workerTarget(cl, net, slot)...)...)
 	}
 	work, err := workloads.StartMutex(workloads.MutexConfig{
 		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed,
 		Fenced: recipe.Name == "fenced", RecipePoints: recipe.Points,
-		Addr: addr, Spawn: spawn, Rec: rec, Stderr: logw,
+		Spawn: spawn, Rec: rec, Stderr: logw,
 	})
 	if err != nil {
 		return err
@@ -165,16 +158,23 @@ func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nem
 	logf("%d clients running %s against %s for %v, nemesis %s", spec.Clients, spec.Lock, spec.Key, spec.TimeLimit, spec.Nemesis)
 
 	env := &faults.Env{Cluster: cl, Net: net, Clients: work, Rec: rec, NumClients: spec.Clients,
-		ClientLinks: clientLinks, TTL: spec.TTL.D(), Log: logf}
+		ClientLinks: clientLinks, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Log: logf,
+		ClientLink: func(slot int, node string) *faults.Link { return net.Get(clientLink(slot, node)) }}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	faults.WatchRoles(watchCtx, cl, rec, logf)
 	nctx, cancel := context.WithTimeout(ctx, spec.TimeLimit.D())
 	defer cancel()
-	sched := faults.Schedule{Faults: nemesis, Seed: spec.Seed, MinGap: spec.TTL.D() / 2, MaxGap: spec.TTL.D()}
+	sched := faults.Schedule{Faults: nemesis, Seed: spec.Seed, MinGap: min(spec.TTL.D()/2, time.Second), MaxGap: min(spec.TTL.D(), 2*time.Second)}
 	nemesisErr := sched.Run(nctx, env)
 	<-nctx.Done()
 
 	net.HealAll()
 	if err := stopWork(); err != nil {
 		return err
+	}
+	if err := cl.Settle(ctx, 30*time.Second); err != nil && ctx.Err() == nil {
+		logf("warning: the topology did not settle after the heal: %v", err)
 	}
 	if nemesisErr != nil {
 		return fmt.Errorf("nemesis: %w", nemesisErr)
@@ -184,7 +184,7 @@ func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nem
 	}
 	logf("%7.3fs  healed; liveness check after %v of quiet", rec.Now().Seconds(), quiet)
 	time.Sleep(quiet)
-	ok, err := work.FinalAcquire(addr(spec.Clients), spec.TTL.D()+margin)
+	ok, err := work.FinalAcquire(spec.TTL.D() + margin)
 	if err != nil {
 		return err
 	}
@@ -192,14 +192,24 @@ func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nem
 	return nil
 }
 
-func faultCounts(events []history.Event) map[string]int {
-	counts := map[string]int{}
-	for _, e := range events {
-		if e.IsNemesis() && e.Phase == history.Start {
-			counts[e.F]++
-		}
+func clientLink(slot int, node string) string { return fmt.Sprintf("c%d-%s", slot, node) }
+
+// workerTarget is how a worker in slot reaches the lock service: its own
+// link to the single node, or the sentinels through its own links, with
+// every node's internal address mapped to the slot's link to that node.
+func workerTarget(cl *cluster.Cluster, net *faults.Network, slot int) []string {
+	link := func(node string) string { return net.Get(clientLink(slot, node)).Addr() }
+	if len(cl.Sentinels) == 0 {
+		return []string{"--addr", link(cl.Nodes[0].Name())}
 	}
-	return counts
+	var sentinels, dial []string
+	for _, s := range cl.Sentinels {
+		sentinels = append(sentinels, link(s.Name()))
+	}
+	for _, n := range cl.Nodes {
+		dial = append(dial, cl.Internal[n.Name()]+"="+link(n.Name()))
+	}
+	return []string{"--master", cl.Master, "--sentinels", strings.Join(sentinels, ","), "--map", strings.Join(dial, ",")}
 }
 
 // syncWriter serialises writes from workers' stderr and the harness's log.

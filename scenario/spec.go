@@ -60,8 +60,10 @@ func (s Spec) Validate() error {
 	if _, err := locks.Lookup(s.Lock); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := faults.Lookup(s.Nemesis); err != nil {
+	if fs, err := faults.Lookup(s.Nemesis); err != nil {
 		errs = append(errs, err)
+	} else {
+		errs = append(errs, faults.Check(fs, s.Topology))
 	}
 	errs = append(errs, cluster.OneOf("workload", s.Workload, Workloads))
 	if s.Clients < 1 {

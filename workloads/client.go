@@ -14,9 +14,9 @@ import (
 	"github.com/lockharness/lockharness/internal/proc"
 )
 
-// Spawn builds the command of a worker process that reaches the lock
-// service at addr (the client's proxy).
-type Spawn func(addr string) *exec.Cmd
+// Spawn builds the command of a worker process for a client slot; the
+// command carries the slot's own links to the lock service.
+type Spawn func(slot int) *exec.Cmd
 
 // stuckAfter is how long the harness waits for any reply before it declares
 // a worker hung and replaces it. Frozen workers are excluded: a pause is
@@ -29,7 +29,6 @@ const stuckAfter = 30 * time.Second
 // finished its operation.
 type Client struct {
 	Slot  int
-	addr  string
 	final bool
 	env   *clientEnv
 
@@ -63,7 +62,7 @@ func (e *clientEnv) newProcess() history.Process {
 
 // start launches a fresh worker and waits for its ready line.
 func (c *Client) start() error {
-	cmd := c.env.spawn(c.addr)
+	cmd := c.env.spawn(c.Slot)
 	cmd.Stderr = c.env.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -22,11 +22,9 @@ type MutexConfig struct {
 	Fenced bool
 	// RecipePoints are the lock recipe's own pause points.
 	RecipePoints []string
-	// Addr gives client slot i the address of its link to the lock service.
-	Addr   func(slot int) string
-	Spawn  Spawn
-	Rec    *history.Recorder
-	Stderr io.Writer
+	Spawn        Spawn
+	Rec          *history.Recorder
+	Stderr       io.Writer
 }
 
 // Mutex is the mutex workload: every client loops acquire → protected write
@@ -39,10 +37,11 @@ type Mutex struct {
 	stopping chan struct{}
 	wg       sync.WaitGroup
 
-	mu      sync.Mutex
-	arms    []*freezeArm
-	granted []chan int
-	errs    []error
+	mu       sync.Mutex
+	arms     []*freezeArm
+	granted  []chan int
+	released []chan int
+	errs     []error
 }
 
 type freezeArm struct {
@@ -56,7 +55,7 @@ func StartMutex(cfg MutexConfig) (*Mutex, error) {
 	m.env = &clientEnv{rec: cfg.Rec, spawn: cfg.Spawn, stderr: cfg.Stderr, onPaused: m.onPaused}
 	var clients []*Client
 	for i := 0; i < cfg.Clients; i++ {
-		c := &Client{Slot: i, addr: cfg.Addr(i), env: m.env}
+		c := &Client{Slot: i, env: m.env}
 		if err := c.start(); err != nil {
 			for _, c := range clients {
 				c.stop()
@@ -133,7 +132,10 @@ func (m *Mutex) cycle(c *Client, token string) error {
 	case history.Fail:
 		return nil
 	}
-	m.notifyGrant(c.Slot)
+	if r.Refused {
+		return m.release(c, key, token)
+	}
+	m.notify(&m.granted, c.Slot)
 
 	inv, v := m.res.Read(history.Event{Type: history.Invoke, Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token, Fence: r.Fence})
 	w := c.call(Request{Op: history.Write, Key: key, Token: token, Value: v, Pause: m.armed()})
@@ -146,10 +148,17 @@ func (m *Mutex) cycle(c *Client, token string) error {
 	m.res.Write(history.Event{Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token}, w.Value, w.Fence)
 
 	time.Sleep(m.cfg.Hold)
+	return m.release(c, key, token)
+}
+
+func (m *Mutex) release(c *Client, key, token string) error {
 	rel := c.Do(Request{Op: history.Release, Key: key, Token: token},
 		history.Event{F: history.Release, Key: key, Token: token})
-	if rel.Type == history.Info {
+	switch rel.Type {
+	case history.Info:
 		return c.replace()
+	case history.OK:
+		m.notify(&m.released, c.Slot)
 	}
 	return nil
 }
@@ -221,10 +230,16 @@ func (m *Mutex) KillPoint() string {
 }
 
 // AwaitGrant returns the slot of the next client whose acquire succeeds.
-func (m *Mutex) AwaitGrant(ctx context.Context) (int, error) {
+func (m *Mutex) AwaitGrant(ctx context.Context) (int, error) { return m.await(ctx, &m.granted) }
+
+// AwaitRelease returns the slot of the next client whose release succeeds:
+// the moment the lock is free.
+func (m *Mutex) AwaitRelease(ctx context.Context) (int, error) { return m.await(ctx, &m.released) }
+
+func (m *Mutex) await(ctx context.Context, waiters *[]chan int) (int, error) {
 	ch := make(chan int, 1)
 	m.mu.Lock()
-	m.granted = append(m.granted, ch)
+	*waiters = append(*waiters, ch)
 	m.mu.Unlock()
 	select {
 	case slot := <-ch:
@@ -234,21 +249,21 @@ func (m *Mutex) AwaitGrant(ctx context.Context) (int, error) {
 	}
 }
 
-func (m *Mutex) notifyGrant(slot int) {
+func (m *Mutex) notify(waiters *[]chan int, slot int) {
 	m.mu.Lock()
-	waiters := m.granted
-	m.granted = nil
+	chans := *waiters
+	*waiters = nil
 	m.mu.Unlock()
-	for _, ch := range waiters {
+	for _, ch := range chans {
 		ch <- slot
 	}
 }
 
-// FinalAcquire is the closing liveness check: a fresh client on a fresh
-// link tries to take the lock until within; on success it releases it.
-// It reports whether the lock was taken.
-func (m *Mutex) FinalAcquire(addr string, within time.Duration) (bool, error) {
-	c := &Client{Slot: m.cfg.Clients, addr: addr, final: true, env: m.env}
+// FinalAcquire is the closing liveness check: a fresh client in slot
+// Clients (with links of its own) tries to take the lock until within; on
+// success it releases it. It reports whether the lock was taken.
+func (m *Mutex) FinalAcquire(within time.Duration) (bool, error) {
+	c := &Client{Slot: m.cfg.Clients, final: true, env: m.env}
 	if err := c.start(); err != nil {
 		return false, err
 	}

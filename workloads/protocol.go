@@ -45,6 +45,9 @@ type Message struct {
 	ValidMs int64  `json:"valid_ms,omitempty"`
 	Value   int64  `json:"value,omitempty"`
 	Point   string `json:"point,omitempty"`
+	// Refused marks a grant the client will not use (a WAIT that no replica
+	// acknowledged): the harness releases it without writing.
+	Refused bool   `json:"refused,omitempty"`
 	Error   string `json:"error,omitempty"`
 }
 

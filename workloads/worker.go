@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +19,7 @@ import (
 
 // WorkerConfig is how `harness worker` is told what to run.
 type WorkerConfig struct {
-	Addr      string
+	Target    locks.Target
 	Lock      string
 	OpTimeout time.Duration
 }
@@ -39,7 +40,7 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 	if err != nil {
 		return err
 	}
-	client := locks.NewClient(cfg.Addr, cfg.OpTimeout)
+	client := locks.NewClient(cfg.Target, cfg.OpTimeout)
 	defer client.Close()
 	w := &worker{out: json.NewEncoder(out), leases: map[string]locks.Lease{}}
 	w.locker = recipe.New(locks.Config{
@@ -112,6 +113,11 @@ func (w *worker) do(req Request) Message {
 	case history.Acquire:
 		var lease locks.Lease
 		lease, err = w.locker.Acquire(ctx, req.Key, req.Token, time.Duration(req.TTLMs)*time.Millisecond)
+		if errors.Is(err, locks.ErrUnreplicated) {
+			// The grant happened; the client refuses to use it. The
+			// history says so truthfully: ok, with the refusal as error.
+			m.Refused, m.Error, err = true, err.Error(), nil
+		}
 		if err == nil {
 			w.leases[req.Key] = lease
 			m.Fence, m.ValidMs = lease.Fence, lease.Valid.Milliseconds()

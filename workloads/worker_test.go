@@ -10,6 +10,7 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/locks"
 )
 
 // The test binary doubles as a worker process when this variable is set,
@@ -18,7 +19,7 @@ const workerEnv = "LOCKHARNESS_TEST_WORKER_ADDR"
 
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(workerEnv); addr != "" {
-		err := RunWorker(os.Stdin, os.Stdout, WorkerConfig{Addr: addr, Lock: os.Getenv("LOCKHARNESS_TEST_LOCK"), OpTimeout: time.Second})
+		err := RunWorker(os.Stdin, os.Stdout, WorkerConfig{Target: locks.Target{Addr: addr}, Lock: os.Getenv("LOCKHARNESS_TEST_LOCK"), OpTimeout: time.Second})
 		if err != nil {
 			os.Exit(1)
 		}
@@ -44,12 +45,12 @@ func testClient(t *testing.T, lock string, onPaused func(*Client, *workerProc, s
 	t.Cleanup(func() { n.Stop() })
 	rec := history.NewRecorder(nil)
 	env := &clientEnv{rec: rec, stderr: os.Stderr, onPaused: onPaused,
-		spawn: func(addr string) *exec.Cmd {
+		spawn: func(int) *exec.Cmd {
 			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), workerEnv+"="+addr, "LOCKHARNESS_TEST_LOCK="+lock)
+			cmd.Env = append(os.Environ(), workerEnv+"="+n.Addr(), "LOCKHARNESS_TEST_LOCK="+lock)
 			return cmd
 		}}
-	c := &Client{Slot: 0, addr: n.Addr(), env: env}
+	c := &Client{Slot: 0, env: env}
 	if err := c.start(); err != nil {
 		t.Fatal(err)
 	}

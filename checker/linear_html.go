@@ -1,0 +1,144 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/models"
+)
+
+// maxVisualOps bounds the operations of one key that linear.html shows
+// whole; a longer key shows only its segments that are not linearizable
+// (or, if none, its first segments), each checked on its own.
+var maxVisualOps = 20_000
+
+// Annotation tags and colours in linear.html.
+const (
+	nemesisTag     = "nemesis"
+	faultColor     = "#fde68a"
+	anomalyColor   = "#dc2626"
+	anomalyTextCol = "#ffffff"
+)
+
+// WriteLinearHTML writes porcupine's visualization of the lease-lock check
+// of events to path: one lane per process, the linearization porcupine
+// found (or the longest partial ones and where they fail), and annotations
+// for every fault window (tag "nemesis": the fault, its target and detail)
+// and every finding of res (a red box per anomaly, spanning its events,
+// tagged with the anomaly's name). It checks the lock operations again,
+// key by key and without segments, within res's options (slack, timeout);
+// a check that runs out of time still draws what it found. Operations of
+// unknown outcome that the model lets land later are drawn at their invoke.
+func WriteLinearHTML(path string, events []history.Event, res Result) error {
+	ops, err := models.Operations(events)
+	if err != nil {
+		return err
+	}
+	timeout := res.opts.timeout()
+	deadline := time.Now().Add(timeout)
+	model := models.LeaseLockPartitioned(res.opts.Slack, models.Partitioning{Whole: true})
+	segmented := models.LeaseLock(res.opts.Slack)
+	_, byKey := models.ByKey(ops)
+	var parts [][]porcupine.Operation
+	for _, keyOps := range byKey {
+		if len(keyOps) <= maxVisualOps {
+			parts = append(parts, model.Partition(keyOps)...)
+			continue
+		}
+		parts = append(parts, visualSegments(segmented, keyOps, deadline)...)
+	}
+	model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return parts }
+	_, info := porcupine.CheckOperationsVerbose(model, ops, max(time.Until(deadline), time.Millisecond))
+	info.AddAnnotations(annotations(events, res))
+	return porcupine.VisualizePath(model, info, path)
+}
+
+// visualSegments picks the segments of a long key worth drawing: those
+// that are not linearizable, or else the first ones.
+func visualSegments(m porcupine.Model, ops []porcupine.Operation, deadline time.Time) [][]porcupine.Operation {
+	segs := m.Partition(ops)
+	var bad [][]porcupine.Operation
+	for _, seg := range segs {
+		one := m
+		one.Partition = nil
+		if porcupine.CheckOperationsTimeout(one, seg, max(time.Until(deadline), time.Millisecond)) != porcupine.Ok {
+			bad = append(bad, seg)
+		}
+	}
+	if len(bad) > 0 {
+		return bad
+	}
+	n := 0
+	for i, seg := range segs {
+		if n += len(seg); n > maxVisualOps {
+			return segs[:max(i, 1)]
+		}
+	}
+	return segs
+}
+
+// annotations marks the fault windows and the findings on the timeline.
+func annotations(events []history.Event, res Result) []porcupine.Annotation {
+	var end int64
+	times := make(map[int]int64, len(events))
+	for _, e := range events {
+		end = max(end, e.Time)
+		times[e.Index] = e.Time
+	}
+	end++ // where operations of unknown outcome end, as models.Operations has it
+
+	var as []porcupine.Annotation
+	for _, f := range faultWindows(events) {
+		stop := f.end
+		if stop == forever {
+			stop = end
+		}
+		details := strings.TrimSpace(f.target + " " + f.detail)
+		if f.end == forever {
+			details += " (not healed)"
+		}
+		as = append(as, porcupine.Annotation{
+			Tag:             nemesisTag,
+			Start:           f.start,
+			End:             stop,
+			Description:     f.name,
+			Details:         strings.TrimSpace(details),
+			BackgroundColor: faultColor,
+		})
+	}
+	for _, f := range res.Findings {
+		start, stop, found := int64(0), int64(0), false
+		for _, i := range f.Events {
+			t, ok := times[i]
+			if !ok {
+				continue
+			}
+			if !found || t < start {
+				start = t
+			}
+			stop = max(stop, t)
+			found = true
+		}
+		if !found {
+			continue
+		}
+		desc := f.Anomaly
+		if f.Key != "" {
+			desc += " " + f.Key
+		}
+		as = append(as, porcupine.Annotation{
+			Tag:             f.Anomaly,
+			Start:           start,
+			End:             stop,
+			Description:     desc,
+			Details:         fmt.Sprintf("%s (events %v)", f.Narrative, f.Events),
+			TextColor:       anomalyTextCol,
+			BackgroundColor: anomalyColor,
+		})
+	}
+	return as
+}

@@ -1,0 +1,328 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sentinel timing: short enough for runs of seconds. A primary that has
+// not answered for downAfter is subjectively down; failoverTimeout bounds
+// a failover attempt.
+const (
+	masterName      = "lockharness"
+	downAfter       = 1000 * time.Millisecond
+	failoverTimeout = 3000 * time.Millisecond
+	sentinelQuorum  = 2
+)
+
+// startSentinel starts 1 primary, 2 replicas and 3 sentinels. Each node has
+// ONE internal address, a proxy, used by the replicas and the sentinels
+// alike: Sentinel rewrites a replica's REPLICAOF to the address it monitors,
+// so a private replication proxy per replica would not survive. Every node
+// announces its internal address, so sentinels reach replicas, and later a
+// promoted one, through their proxies too.
+func startSentinel(ctx context.Context, s Spec) (c *Cluster, err error) {
+	if s.Link == nil {
+		return nil, errors.New("sentinel topology needs a Link function for its internal proxies")
+	}
+	c = &Cluster{Topology: "sentinel", Internal: map[string]string{}, Master: masterName}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	names := []string{"n1", "n2", "n3"}
+	ports := map[string]int{}
+	for _, name := range names {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[name] = port
+		addr, err := s.Link("int-"+name, "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			return nil, err
+		}
+		c.Internal[name] = addr
+	}
+	primaryHost, primaryPort, _ := net.SplitHostPort(c.Internal["n1"])
+	for i, name := range names {
+		_, announcePort, _ := net.SplitHostPort(c.Internal[name])
+		args := []string{
+			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", announcePort,
+			// Full syncs start at once instead of waiting 5 s for more replicas.
+			"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
+		}
+		if i > 0 {
+			args = append(args, "--replicaof", primaryHost, primaryPort)
+		}
+		n, err := StartLocalConfig(ctx, LocalConfig{Name: name, Dir: filepath.Join(s.Dir, name),
+			Persistence: s.Persistence, Port: ports[name], Args: args})
+		if err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	for _, name := range []string{"s1", "s2", "s3"} {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		conf := []string{
+			"sentinel announce-ip 127.0.0.1",
+			"sentinel announce-port " + strconv.Itoa(port),
+			fmt.Sprintf("sentinel monitor %s %s %s %d", masterName, primaryHost, primaryPort, sentinelQuorum),
+			fmt.Sprintf("sentinel down-after-milliseconds %s %d", masterName, downAfter.Milliseconds()),
+			fmt.Sprintf("sentinel failover-timeout %s %d", masterName, failoverTimeout.Milliseconds()),
+			fmt.Sprintf("sentinel parallel-syncs %s 2", masterName),
+		}
+		n, err := StartLocalConfig(ctx, LocalConfig{Name: name, Dir: filepath.Join(s.Dir, name), Port: port, Args: conf, Sentinel: true})
+		if err != nil {
+			return nil, err
+		}
+		c.Sentinels = append(c.Sentinels, n)
+	}
+	if err := c.waitSettled(ctx, c.Internal["n1"], 30*time.Second); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// waitSettled waits until the primary at primaryAddr has both replicas
+// online and every sentinel names it, sees both replicas and the other
+// sentinels. It polls conditions; it never sleeps a fixed time.
+func (c *Cluster) waitSettled(ctx context.Context, primaryAddr string, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	var last error
+	for {
+		if last = c.settled(ctx, primaryAddr); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sentinel topology did not settle within %v: %v", within, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) settled(ctx context.Context, primaryAddr string) error {
+	primary := c.nodeByInternal(primaryAddr)
+	if primary == nil {
+		return fmt.Errorf("no node has internal address %s", primaryAddr)
+	}
+	info, err := query(ctx, primary.Addr(), "INFO", "replication")
+	if err != nil {
+		return fmt.Errorf("primary %s: %v", primary.Name(), err)
+	}
+	text, _ := info.(string)
+	if online := strings.Count(text, "state=online"); online < len(c.Nodes)-1 {
+		return fmt.Errorf("primary %s has %d of %d replicas online", primary.Name(), online, len(c.Nodes)-1)
+	}
+	for _, s := range c.Sentinels {
+		addr, err := sentinelMaster(ctx, s.Addr())
+		if err != nil {
+			return fmt.Errorf("%s: %v", s.Name(), err)
+		}
+		if addr != primaryAddr {
+			return fmt.Errorf("%s names %s as primary, not %s", s.Name(), addr, primaryAddr)
+		}
+		for _, what := range []struct {
+			sub  string
+			want int
+		}{{"replicas", len(c.Nodes) - 1}, {"sentinels", len(c.Sentinels) - 1}} {
+			v, err := query(ctx, s.Addr(), "SENTINEL", what.sub, masterName)
+			if err != nil {
+				return fmt.Errorf("%s: SENTINEL %s: %v", s.Name(), what.sub, err)
+			}
+			list, _ := v.([]any)
+			healthy := 0
+			for _, entry := range list {
+				if flags := field(entry, "flags"); !strings.Contains(flags, "down") && !strings.Contains(flags, "disconnected") {
+					healthy++
+				}
+			}
+			if healthy < what.want {
+				return fmt.Errorf("%s sees %d healthy %s, want %d", s.Name(), healthy, what.sub, what.want)
+			}
+		}
+	}
+	return nil
+}
+
+// field reads a key from a RESP2 flat array or a RESP3 map entry.
+func field(entry any, key string) string {
+	switch e := entry.(type) {
+	case []any:
+		for i := 0; i+1 < len(e); i += 2 {
+			if k, _ := e[i].(string); k == key {
+				v, _ := e[i+1].(string)
+				return v
+			}
+		}
+	case map[any]any:
+		v, _ := e[key].(string)
+		return v
+	}
+	return ""
+}
+
+func (c *Cluster) nodeByInternal(addr string) Node {
+	for _, n := range c.Nodes {
+		if c.Internal[n.Name()] == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// query sends one command to addr on a short-lived connection.
+func query(ctx context.Context, addr string, args ...any) (any, error) {
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+		ReadTimeout: time.Second, ContextTimeoutEnabled: true, Protocol: 2, DisableIdentity: true})
+	defer cl.Close()
+	return cl.Do(ctx, args...).Result()
+}
+
+func sentinelMaster(ctx context.Context, sentinelAddr string) (string, error) {
+	v, err := query(ctx, sentinelAddr, "SENTINEL", "get-master-addr-by-name", masterName)
+	if err != nil {
+		return "", err
+	}
+	hp, _ := v.([]any)
+	if len(hp) != 2 {
+		return "", fmt.Errorf("unexpected master address %v", v)
+	}
+	return net.JoinHostPort(fmt.Sprint(hp[0]), fmt.Sprint(hp[1])), nil
+}
+
+// Primary is the node that a majority of the sentinels currently name as
+// primary.
+func (c *Cluster) Primary(ctx context.Context) (Node, error) {
+	if c.Topology != "sentinel" {
+		return c.Nodes[0], nil
+	}
+	votes := map[string]int{}
+	for _, s := range c.Sentinels {
+		if addr, err := sentinelMaster(ctx, s.Addr()); err == nil {
+			votes[addr]++
+		}
+	}
+	for addr, n := range votes {
+		if n > len(c.Sentinels)/2 {
+			if node := c.nodeByInternal(addr); node != nil {
+				return node, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("the sentinels do not agree on a primary: %v", votes)
+}
+
+// Failover asks a sentinel to fail over now (SENTINEL FAILOVER).
+func (c *Cluster) Failover(ctx context.Context) error {
+	if len(c.Sentinels) == 0 {
+		return errors.New("this topology has no sentinels")
+	}
+	_, err := query(ctx, c.Sentinels[0].Addr(), "SENTINEL", "FAILOVER", masterName)
+	return err
+}
+
+// Settle waits until the sentinels agree on a primary that answers as one.
+// It does not wait for a demoted primary to rejoin as a replica: sentinels
+// notice a returning old primary only on their next INFO, up to 10 s later,
+// and clients follow the sentinels, not the old primary.
+func (c *Cluster) Settle(ctx context.Context, within time.Duration) error {
+	if c.Topology != "sentinel" {
+		return nil
+	}
+	deadline := time.Now().Add(within)
+	for {
+		p, err := c.Primary(ctx)
+		if err == nil {
+			var role any
+			if role, err = query(ctx, p.Addr(), "ROLE"); err == nil {
+				if r, _ := role.([]any); len(r) > 0 && r[0] == "master" {
+					return nil
+				}
+				err = fmt.Errorf("%s is not yet a primary: %v", p.Name(), role)
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// NodeAt names the node behind an internal address, or returns the address.
+func (c *Cluster) NodeAt(addr string) string {
+	if n := c.nodeByInternal(addr); n != nil {
+		return n.Name()
+	}
+	return addr
+}
+
+// SubscribeSentinels subscribes to a channel on every sentinel and delivers
+// each payload once, as soon as the first sentinel publishes it:
+// sentinels learn of a failover at different times, and the first to know
+// is the one that matters.
+func (c *Cluster) SubscribeSentinels(ctx context.Context, channel string) (<-chan string, func(), error) {
+	out := make(chan string, 16)
+	merged := make(chan string, 16)
+	var closers []func()
+	var last error
+	for _, s := range c.Sentinels {
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: time.Second, Protocol: 2, DisableIdentity: true})
+		ps := cl.Subscribe(ctx, channel)
+		if _, err := ps.Receive(ctx); err != nil {
+			last = err
+			ps.Close()
+			cl.Close()
+			continue
+		}
+		closers = append(closers, func() { ps.Close(); cl.Close() })
+		go func() {
+			for m := range ps.Channel() {
+				select {
+				case merged <- m.Payload:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	if len(closers) == 0 {
+		return nil, nil, fmt.Errorf("no sentinel accepted a subscription: %v", last)
+	}
+	go func() {
+		defer close(out)
+		// The same switch reported by another sentinel arrives within a
+		// few seconds; a later switch back and forth again is news.
+		seen := map[string]time.Time{}
+		for {
+			select {
+			case m := <-merged:
+				if time.Since(seen[m]) > 10*time.Second {
+					seen[m] = time.Now()
+					out <- m
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, func() {
+		for _, f := range closers {
+			f()
+		}
+	}, nil
+}

@@ -1,0 +1,62 @@
+package cluster_test
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/faults"
+)
+
+func startSentinelTopology(t *testing.T) (*cluster.Cluster, *faults.Network) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-sentinel"); err != nil {
+		t.Skip("redis-sentinel not installed; run `make setup`")
+	}
+	net := faults.NewNetwork()
+	t.Cleanup(net.Close)
+	start := time.Now()
+	c, err := cluster.Start(context.Background(), cluster.Spec{Topology: "sentinel", Backend: "local",
+		Persistence: cluster.PersistNone, Dir: t.TempDir(), Link: net.Proxy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	t.Logf("sentinel topology settled in %v", time.Since(start))
+	return c, net
+}
+
+func TestSentinelPromotesAReplicaWhenThePrimaryIsCutOff(t *testing.T) {
+	c, net := startSentinelTopology(t)
+	ctx := context.Background()
+	if len(c.Nodes) != 3 || len(c.Sentinels) != 3 {
+		t.Fatalf("%d nodes, %d sentinels", len(c.Nodes), len(c.Sentinels))
+	}
+	p, err := c.Primary(ctx)
+	if err != nil || p.Name() != "n1" {
+		t.Fatalf("primary %v, %v; want n1", p, err)
+	}
+	// Cut the primary's internal address: replicas and sentinels lose it.
+	l, _ := net.Link("int-n1", "")
+	if err := l.Blackhole(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		p, err = c.Primary(ctx)
+		if err == nil && p.Name() != "n1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failover 20s after cutting the primary off: %v %v", p, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("promoted %s", p.Name())
+	l.Heal()
+	if err := c.Settle(ctx, 30*time.Second); err != nil {
+		t.Fatalf("after heal: %v", err)
+	}
+}

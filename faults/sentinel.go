@@ -1,0 +1,279 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
+)
+
+// The primary-side faults of a sentinel topology. Each acts on whichever
+// node the sentinels name as primary when it starts, holds long enough for
+// the sentinels to fail over (down-after 1 s plus the election), heals, and
+// waits for the topology to settle before the next fault.
+
+var onlySentinel = []string{"sentinel"}
+
+// failoverHold is long enough for the sentinels to notice and promote.
+func failoverHold(rng *rand.Rand) time.Duration { return between(rng, 5*time.Second, 7*time.Second) }
+
+// settle waits, outside the fault window, until replicas and sentinels
+// agree again, so the next fault starts from a healthy topology.
+func settle(env *Env) {
+	if err := env.Cluster.Settle(context.Background(), 30*time.Second); err != nil {
+		env.Log("warning: the topology did not settle after the fault: %v", err)
+	}
+}
+
+func primary(ctx context.Context, env *Env) (cluster.Node, error) {
+	p, err := env.Cluster.Primary(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("finding the primary: %w", err)
+	}
+	return p, nil
+}
+
+// partitionPrimary cuts the primary's internal address, so the replicas and
+// the sentinels lose it, and the links to it of some clients; the other
+// clients still reach it and keep being granted locks that never replicate
+// while the sentinels promote a replica.
+var partitionPrimary = Fault{
+	Name:       "partition-primary",
+	Summary:    "cut the primary off from replicas, sentinels and some clients for 5-7 s",
+	Topologies: onlySentinel,
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		p, err := primary(ctx, env)
+		if err != nil {
+			return err
+		}
+		hold := failoverHold(rng)
+		// Cut about a second before the current holder lets go: its release
+		// and the next grant then happen on a primary whose replication is
+		// held back, well before the sentinels promote a replica that still
+		// carries the old holder's key until it expires. The holder keeps
+		// its path to the primary so that its release lands there.
+		holder, when := awaitLastSecond(ctx, env)
+		if ctx.Err() != nil {
+			return nil
+		}
+		slots := someClientsBut(rng, env.NumClients, holder)
+		links := []*Link{env.Net.Get("int-" + p.Name())}
+		for _, slot := range slots {
+			links = append(links, env.ClientLink(slot, p.Name()))
+		}
+		defer healAll(links)
+		for _, l := range links {
+			if err := l.Blackhole(); err != nil {
+				return err
+			}
+		}
+		end := env.Begin("partition-primary", p.Name(), fmt.Sprintf("cut from replicas, sentinels and %s %s, for %v", clientTarget(slots), when, hold))
+		sleep(ctx, hold)
+		healAll(links)
+		end("healed")
+		settle(env)
+		return nil
+	},
+}
+
+// awaitLastSecond waits (at most 3 TTLs) for a grant, then until about a
+// second before that holder releases. It returns the holder (-1 if none was
+// seen) and says what it saw.
+func awaitLastSecond(ctx context.Context, env *Env) (int, string) {
+	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
+	defer cancel()
+	slot, err := env.Clients.AwaitGrant(wctx)
+	if err != nil {
+		return -1, "(no grant seen)"
+	}
+	lead := max(env.Hold-time.Second, 0)
+	sleep(ctx, lead)
+	return slot, fmt.Sprintf("%v after client %d acquired the lock", lead, slot)
+}
+
+// splitBrain partitions the primary and some clients from the majority:
+// the replicas, the sentinels and the other clients. The sentinels promote
+// a replica; the minority's clients never hear of it and keep using the old
+// primary, so both sides grant the lock until the partition heals and the
+// old primary is demoted.
+var splitBrain = Fault{
+	Name:       "split-brain",
+	Summary:    "partition the primary and some clients from the replicas, sentinels and other clients for 5-7 s",
+	Topologies: onlySentinel,
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		p, err := primary(ctx, env)
+		if err != nil {
+			return err
+		}
+		minority := someClients(rng, env.NumClients)
+		inMinority := map[int]bool{}
+		for _, c := range minority {
+			inMinority[c] = true
+		}
+		hold := failoverHold(rng)
+		links := []*Link{env.Net.Get("int-" + p.Name())}
+		for slot := 0; slot < env.NumClients; slot++ {
+			for _, l := range env.ClientLinks(slot) {
+				toPrimary := l == env.ClientLink(slot, p.Name())
+				if inMinority[slot] != toPrimary {
+					links = append(links, l)
+				}
+			}
+		}
+		defer healAll(links)
+		for _, l := range links {
+			if err := l.Blackhole(); err != nil {
+				return err
+			}
+		}
+		end := env.Begin("split-brain", p.Name(), fmt.Sprintf("with %s on the minority side, for %v", clientTarget(minority), hold))
+		sleep(ctx, hold)
+		healAll(links)
+		end("healed")
+		settle(env)
+		return nil
+	},
+}
+
+func healAll(links []*Link) {
+	for _, l := range links {
+		l.Heal()
+	}
+}
+
+// killPrimary crashes the primary and restarts it after the sentinels have
+// had time to promote a replica; it comes back as a replica of the new one.
+var killPrimary = Fault{
+	Name:       "kill-primary",
+	Summary:    "SIGKILL the primary; restart it 5-7 s later",
+	Topologies: onlySentinel,
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		p, err := primary(ctx, env)
+		if err != nil {
+			return err
+		}
+		hold := failoverHold(rng)
+		if err := p.Kill(); err != nil {
+			return err
+		}
+		end := env.Begin("kill-primary", p.Name(), "restart in "+hold.String())
+		sleep(ctx, hold)
+		err = p.Restart(context.Background())
+		end("restarted")
+		settle(env)
+		return err
+	},
+}
+
+// pausePrimary freezes the primary long enough to be failed over.
+var pausePrimary = Fault{
+	Name:       "pause-primary",
+	Summary:    "SIGSTOP the primary for 5-7 s, then SIGCONT",
+	Topologies: onlySentinel,
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		p, err := primary(ctx, env)
+		if err != nil {
+			return err
+		}
+		hold := failoverHold(rng)
+		if err := p.Pause(); err != nil {
+			return err
+		}
+		end := env.Begin("pause-primary", p.Name(), "for "+hold.String())
+		sleep(ctx, hold)
+		err = p.Resume()
+		end("resumed")
+		settle(env)
+		return err
+	},
+}
+
+// replicationLag slows the primary's internal address, and with it
+// replication, while staying below the sentinels' down-after so no failover
+// follows.
+var replicationLag = Fault{
+	Name:       "replication-lag",
+	Summary:    "add 50-200 ms each way on the primary's internal address for 1-2 TTLs",
+	Topologies: onlySentinel,
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		p, err := primary(ctx, env)
+		if err != nil {
+			return err
+		}
+		delay := between(rng, 50*time.Millisecond, 200*time.Millisecond)
+		hold := between(rng, env.TTL, 2*env.TTL)
+		l := env.Net.Get("int-" + p.Name())
+		defer l.Heal()
+		if err := l.Delay(delay); err != nil {
+			return err
+		}
+		end := env.Begin("replication-lag", p.Name(), fmt.Sprintf("%v each way for %v", delay, hold))
+		sleep(ctx, hold)
+		l.Heal()
+		end("healed")
+		return nil
+	},
+}
+
+// failover asks the sentinels to fail over at once (SENTINEL FAILOVER), the
+// way an operator does before maintenance.
+var failover = Fault{
+	Name:       "failover",
+	Summary:    "SENTINEL FAILOVER, then wait for the new primary",
+	Topologies: onlySentinel,
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		p, err := primary(ctx, env)
+		if err != nil {
+			return err
+		}
+		end := env.Begin("failover", p.Name(), "SENTINEL FAILOVER")
+		if err := env.Cluster.Failover(ctx); err != nil {
+			end("refused: " + err.Error())
+			return nil
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			if q, err := env.Cluster.Primary(ctx); err == nil && q.Name() != p.Name() {
+				end("promoted " + q.Name())
+				settle(env)
+				return nil
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		end("no new primary")
+		return nil
+	},
+}
+
+// WatchRoles records every primary switch the sentinels announce
+// (+switch-master) as an instant nemesis event, until ctx ends.
+func WatchRoles(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, log func(string, ...any)) {
+	if len(cl.Sentinels) == 0 {
+		return
+	}
+	msgs, closeSub, err := cl.SubscribeSentinels(ctx, "+switch-master")
+	if err != nil {
+		log("warning: cannot watch role changes: %v", err)
+		return
+	}
+	go func() {
+		defer closeSub()
+		for m := range msgs {
+			// "<master> <old-ip> <old-port> <new-ip> <new-port>"
+			f := strings.Fields(m)
+			detail := m
+			target := ""
+			if len(f) == 5 {
+				from, to := cl.NodeAt(f[1]+":"+f[2]), cl.NodeAt(f[3]+":"+f[4])
+				target, detail = to, fmt.Sprintf("%s replaced %s as primary", to, from)
+			}
+			e := rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: "switch-master",
+				Phase: history.Instant, Target: target, Detail: detail})
+			log("%7.3fs  %-13s %s", e.At().Seconds(), "switch-master", detail)
+		}
+	}()
+}

@@ -1,0 +1,293 @@
+package models
+
+import (
+	"math"
+	"sort"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Partitioning says how a model splits a history for porcupine.
+//
+// Every partition first pins at its invoke (Return = Call) each operation
+// of unknown outcome whose later landing the model's state already stands
+// for: an anonymous acquire (Lease.Lost), and a release or extend whose
+// token's acquire completed (Lease.Releasing; an extend's fork at its
+// invoke, [invoke, +∞), loses nothing). Left to return "never", each would
+// be a candidate at every later point of porcupine's search, which is
+// exponential in their number when the search has to backtrack. Other
+// operations of unknown outcome keep their late return.
+//
+// Porcupine's search also costs time and memory quadratic in the length of
+// a partition (it keeps a bitset of the whole partition per visited
+// state), so a long run's key is cut into segments that are checked
+// independently. A cut goes between two operations of a key at an instant
+// T that no operation of known outcome spans, and only where the lock is
+// certainly free at T in every linearization of what came before: every
+// lease granted or extended before T was released later (a release invoked
+// after the grant returned), or certainly expired by T (Return + ttl +
+// slack ≤ T, and no extend of unknown outcome may have renewed it).
+// Operations of unknown outcome invoked before T may still land after it,
+// so each segment starts with those that matter:
+//
+//   - if anonymous acquires of unknown outcome came before, one stand-in
+//     (GhostToken) that sets Lease.Lost; the fenced-mutex model needs none,
+//     as such a holder is invisible to it;
+//   - copies of the other acquires of unknown outcome;
+//   - copies of the extends and releases of unknown outcome, unless their
+//     token's acquire completed before T: that token can never hold the
+//     lock again.
+//
+// The fenced-mutex model's segments begin with a seed carrying the highest
+// fence granted before T, and are cut only where every grant was released.
+// A key whose acquires reuse a token is not cut.
+type Partitioning struct {
+	// Whole checks each key's operations as one partition.
+	Whole bool
+	// MinSegment is the fewest operations a segment holds before it may be
+	// cut (0: DefaultMinSegment).
+	MinSegment int
+}
+
+// DefaultMinSegment keeps segments long enough that the operations copied
+// into them cost little, and short enough that porcupine's quadratic cost
+// stays small.
+const DefaultMinSegment = 256
+
+type segmenter struct {
+	slack  int64
+	fenced bool
+	p      Partitioning
+}
+
+func (sg segmenter) partition(history []porcupine.Operation) [][]porcupine.Operation {
+	parts := [][]porcupine.Operation{history}
+	if !oneKey(history) {
+		_, parts = ByKey(history)
+	}
+	lane := 0
+	for _, o := range history {
+		lane = max(lane, o.ClientId+1)
+	}
+	out := make([][]porcupine.Operation, 0, len(parts))
+	for _, ops := range parts {
+		out = append(out, sg.segments(ops, lane)...)
+	}
+	return out
+}
+
+func oneKey(ops []porcupine.Operation) bool {
+	for i := 1; i < len(ops); i++ {
+		if ops[i].Input.(Input).Key != ops[0].Input.(Input).Key {
+			return false
+		}
+	}
+	return true
+}
+
+// segments pins and cuts one key's operations, without modifying them.
+// lane is the ClientId of stand-ins.
+func (sg segmenter) segments(ops []porcupine.Operation, lane int) [][]porcupine.Operation {
+	ops = append([]porcupine.Operation(nil), ops...)
+	if !sort.SliceIsSorted(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call }) {
+		sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	}
+	tokens := tokenUses{index: make(map[string]int32, len(ops)/2), uses: new([]tokenUse)}
+	reused := false
+	for i := range ops {
+		in, out := ops[i].Input.(Input), ops[i].Output.(Output)
+		u := tokens.of(in.Token)
+		if in.Kind == Acquire {
+			reused = reused || u.acquire >= 0
+			u.acquire, u.outcome = i, out.Outcome
+		}
+		if in.Kind == Extend && out.Outcome == Info {
+			u.unknownExtend = true
+		}
+	}
+	pin(ops, tokens)
+
+	minSeg := sg.p.MinSegment
+	if minSeg <= 0 {
+		minSeg = DefaultMinSegment
+	}
+	if sg.p.Whole || reused || len(ops) <= minSeg {
+		return [][]porcupine.Operation{ops}
+	}
+	cuts := sg.cuts(ops, tokens, minSeg)
+	if len(cuts) == 0 {
+		return [][]porcupine.Operation{ops}
+	}
+	return sg.build(ops, tokens, cuts, lane)
+}
+
+// pin makes an operation of unknown outcome return at its invoke when the
+// model's state stands for its landing later (see Partitioning).
+func pin(ops []porcupine.Operation, tokens tokenUses) {
+	for i, o := range ops {
+		if o.Output.(Output).Outcome != Info {
+			continue
+		}
+		in := o.Input.(Input)
+		u := tokens.of(in.Token)
+		acquired := u.acquire >= 0 && u.outcome != Info
+		if in.Kind == Acquire && in.Anonymous || (in.Kind == Release || in.Kind == Extend) && acquired {
+			ops[i].Return = o.Call
+		}
+	}
+}
+
+// tokenUse is what a key's operations do with one token.
+type tokenUse struct {
+	acquire       int // position of the token's acquire, -1 if none
+	outcome       Outcome
+	unknownExtend bool
+}
+
+// tokenUses holds one key's tokenUse by token.
+type tokenUses struct {
+	index map[string]int32
+	uses  *[]tokenUse
+}
+
+func (t tokenUses) of(token string) *tokenUse {
+	i, seen := t.index[token]
+	if !seen {
+		i = int32(len(*t.uses))
+		t.index[token] = i
+		*t.uses = append(*t.uses, tokenUse{acquire: -1})
+	}
+	return &(*t.uses)[i]
+}
+
+// grant is a lease granted or extended, not yet known to be over.
+type grant struct {
+	token string
+	ret   int64 // when the grant returned
+	until int64 // the lease is certainly over by then; Forever if never
+}
+
+// cuts finds where a key's operations, sorted by invoke, may be cut: before
+// position i when nothing of known outcome spans ops[i].Call and the lock
+// is certainly free then.
+func (sg segmenter) cuts(ops []porcupine.Operation, tokens tokenUses, minSeg int) []int {
+	var cuts []int
+	var open []grant
+	lastRet := int64(math.MinInt64)
+	start := 0
+	for i := range ops {
+		call := ops[i].Call
+		if i-start >= minSeg && lastRet < call && allOver(open, call) {
+			cuts = append(cuts, i)
+			start = i
+			open = open[:0]
+		}
+		in, out := ops[i].Input.(Input), ops[i].Output.(Output)
+		if out.Outcome == Info {
+			continue
+		}
+		lastRet = max(lastRet, ops[i].Return)
+		if out.Outcome != OK {
+			continue
+		}
+		switch in.Kind {
+		case Acquire, Extend:
+			until := Forever
+			if !sg.fenced && in.TTL > 0 && !tokens.of(in.Token).unknownExtend {
+				until = in.Return + in.TTL + sg.slack
+			}
+			open = append(open, grant{token: in.Token, ret: in.Return, until: until})
+		case Release:
+			// The lock is free after this release; every grant that
+			// returned before it was invoked was over by then.
+			kept := open[:0]
+			for _, g := range open {
+				if g.ret >= in.Invoke {
+					kept = append(kept, g)
+				}
+			}
+			open = kept
+		}
+	}
+	return cuts
+}
+
+func allOver(open []grant, t int64) bool {
+	for _, g := range open {
+		if g.until > t {
+			return false
+		}
+	}
+	return true
+}
+
+// build assembles the segments, each beginning with the operations of
+// unknown outcome from before its cut that may still matter.
+func (sg segmenter) build(ops []porcupine.Operation, tokens tokenUses, cuts []int, lane int) [][]porcupine.Operation {
+	bounds := append(append([]int{0}, cuts...), len(ops))
+	segs := make([][]porcupine.Operation, 0, len(bounds)-1)
+	segs = append(segs, ops[:bounds[1]])
+
+	var copied []porcupine.Operation // carried into every later segment
+	var lost *Input                  // an anonymous acquire of unknown outcome
+	var fence int64
+	for k := 1; k < len(bounds)-1; k++ {
+		cut, end := bounds[k], bounds[k+1]
+		for _, o := range ops[bounds[k-1]:cut] {
+			in, out := o.Input.(Input), o.Output.(Output)
+			if in.Kind == Acquire && out.Outcome == OK {
+				fence = max(fence, out.Fence)
+			}
+			if out.Outcome != Info {
+				continue
+			}
+			u := tokens.of(in.Token)
+			switch in.Kind {
+			case Acquire:
+				switch {
+				case !in.Anonymous:
+					copied = append(copied, o)
+				case lost == nil:
+					lost = new(Input)
+					*lost = in
+				}
+			case Extend, Release:
+				if u.acquire < 0 || u.acquire >= cut || u.outcome == Info {
+					copied = append(copied, o)
+				}
+			}
+		}
+
+		t := ops[cut].Call
+		first := t
+		for _, o := range copied {
+			first = min(first, o.Call)
+		}
+		seg := make([]porcupine.Operation, 0, len(copied)+(end-cut)+2)
+		if sg.fenced {
+			key := ops[cut].Input.(Input).Key
+			seg = append(seg, porcupine.Operation{
+				ClientId: lane,
+				Input:    Input{Kind: seed, Key: key, Invoke: first - 1, Return: first - 1, Index: -1, Process: -1, Client: -1},
+				Call:     first - 1,
+				Output:   Output{Outcome: OK, Fence: fence, Index: -1},
+				Return:   first - 1,
+			})
+		}
+		seg = append(seg, copied...)
+		if lost != nil && !sg.fenced {
+			in := *lost
+			in.Token, in.Index, in.Process, in.Client = GhostToken, -1, -1, -1
+			seg = append(seg, porcupine.Operation{
+				ClientId: lane,
+				Input:    in,
+				Call:     t,
+				Output:   Output{Outcome: Info, Index: -1},
+				Return:   t,
+			})
+		}
+		seg = append(seg, ops[cut:end]...)
+		segs = append(segs, seg)
+	}
+	return segs
+}

@@ -1,0 +1,290 @@
+package reports
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+var templates = template.Must(template.New("").Funcs(template.FuncMap{
+	"secs":  secs,
+	"ms":    func(v float64) string { return fmt.Sprintf("%.1f ms", v) },
+	"upper": strings.ToUpper,
+	"inc":   func(i int) int { return i + 1 },
+	"sub":   func(a, b time.Duration) time.Duration { return a - b },
+}).ParseFS(templateFS, "templates/*.html"))
+
+// Render draws a run directory's plots and index.html from its
+// history.jsonl and results.json alone. A history that is only partly
+// readable is drawn as far as it goes, the page says where it stopped, and
+// the error is returned after everything else was written.
+func Render(dir string) error {
+	res, err := ReadResults(dir)
+	if err != nil {
+		return fmt.Errorf("render %s: %w", dir, err)
+	}
+	events, histErr := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if errors.Is(histErr, fs.ErrNotExist) || errors.Is(histErr, fs.ErrPermission) {
+		return fmt.Errorf("render %s: %w", dir, histErr)
+	}
+	a := analyse(events)
+
+	var problems []string
+	var errs []error
+	if histErr != nil {
+		problems = append(problems, "history.jsonl could not be read to the end, so the plots and stories stop early: "+histErr.Error())
+		errs = append(errs, histErr)
+	}
+	plots := []struct {
+		file, alt string
+		draw      func(io.Writer) error
+	}{
+		{"timeline.png", "Timeline: one lane per client with its leases, writes, fault bands and anomalies",
+			func(w io.Writer) error { return WriteTimelinePNG(w, timelineOf(a, res)) }},
+		{"latency.png", "Latency of every operation over time, log scale, by outcome and kind",
+			func(w io.Writer) error { return WriteLatencyPNG(w, latencyOf(a)) }},
+		{"rate.png", "Completions per second by outcome",
+			func(w io.Writer) error { return WriteRatePNG(w, rateOf(a)) }},
+	}
+	page := newIndexPage(dir, res, a)
+	for _, p := range plots {
+		if err := writeAtomic(filepath.Join(dir, p.file), p.draw); err != nil {
+			problems = append(problems, fmt.Sprintf("%s could not be drawn: %v", p.file, err))
+			errs = append(errs, fmt.Errorf("%s: %w", p.file, err))
+			continue
+		}
+		page.Plots = append(page.Plots, plotView{File: p.file, Alt: p.alt})
+	}
+	page.Problems = problems
+	page.Files = runFiles(dir)
+	err = writeAtomic(filepath.Join(dir, "index.html"), func(w io.Writer) error {
+		return templates.ExecuteTemplate(w, "index.html", page)
+	})
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("render %s: %w", dir, err)
+	}
+	return nil
+}
+
+// indexPage is what index.html shows.
+type indexPage struct {
+	Name, Stamp string
+	// Verdict is valid, invalid or unknown; it is also the banner's class.
+	Verdict     string
+	Exit        int
+	Headline    string
+	Spec        []keyValue
+	Command     string
+	Checks      []keyValue
+	Stats       []statRow
+	Faults      []Band
+	Findings    []findingView
+	Plots       []plotView
+	Files       []fileLink
+	Notes       []string
+	Error       string
+	Interrupted bool
+	Problems    []string
+}
+
+type keyValue struct{ Key, Value string }
+
+type statRow struct {
+	Kind string
+	checker.OpStats
+}
+
+type findingView struct {
+	N         int
+	Anomaly   string
+	Key       string
+	Narrative string
+	Story     []StoryLine
+	// Open keeps the first findings unfolded; the rest of a badly broken
+	// run's findings stay folded so the page stays readable.
+	Open bool
+}
+
+type plotView struct{ File, Alt string }
+
+type fileLink struct {
+	Path string
+	Size string
+}
+
+// openFindings is how many findings the page shows unfolded.
+const openFindings = 10
+
+func newIndexPage(dir string, res Results, a *analysis) indexPage {
+	// store/latest names no run: name the page after where it points.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	p := indexPage{
+		Name: filepath.Base(filepath.Dir(dir)), Stamp: filepath.Base(dir),
+		Verdict: res.Valid.String(), Exit: res.Valid.ExitCode(),
+		Command: res.Command, Notes: res.Checker.Notes, Error: res.Error, Interrupted: res.Interrupted,
+		Faults: a.bands,
+	}
+	if t, err := time.Parse("20060102T150405", strings.SplitN(p.Stamp, "-", 2)[0]); err == nil {
+		p.Stamp = t.Format("2006-01-02 15:04:05")
+	}
+	p.Spec = specPairs(res.Spec)
+	for _, kv := range p.Spec {
+		if kv.Key == "name" && kv.Value != "" {
+			p.Name = kv.Value
+		}
+	}
+	p.Headline = headline(res)
+	for _, name := range checker.AnomalyNames {
+		p.Checks = append(p.Checks, keyValue{name, fmt.Sprint(res.Anomalies[name])})
+	}
+	p.Checks = append(p.Checks,
+		keyValue{"fencing rejected", fmt.Sprint(res.Fencing.Rejected)},
+		keyValue{"counter", fmt.Sprintf("%d acknowledged writes, final value %d", res.Checker.Counter.Acknowledged, res.Checker.Counter.Final)},
+		keyValue{"liveness", res.Checker.Liveness},
+		keyValue{"slack", fmt.Sprintf("%g ms", res.Checker.SlackMs)},
+	)
+	kinds := make([]string, 0, len(res.Stats))
+	for k := range res.Stats {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		p.Stats = append(p.Stats, statRow{k, res.Stats[k]})
+	}
+	for i, f := range res.Checker.Findings {
+		p.Findings = append(p.Findings, findingView{N: i + 1, Anomaly: f.Anomaly, Key: f.Key, Narrative: f.Narrative,
+			Story: a.story(f), Open: i < openFindings})
+	}
+	return p
+}
+
+// headline is the banner's second line: what the verdict rests on.
+func headline(res Results) string {
+	var found []string
+	for _, name := range checker.AnomalyNames {
+		if n := res.Anomalies[name]; n > 0 {
+			found = append(found, fmt.Sprintf("%s ×%d", name, n))
+		}
+	}
+	switch {
+	case res.Error != "":
+		return "the harness failed: " + res.Error
+	case len(found) == 1 && res.Anomalies[checker.StuckLock] > 0:
+		return "the lock stayed stuck after healing: " + found[0]
+	case len(found) > 0:
+		return "mutual exclusion broke: " + strings.Join(found, ", ")
+	case res.Valid == checker.Valid:
+		switch n := res.Fencing.Rejected; n {
+		case 0:
+			return "no anomaly found"
+		case 1:
+			return "no anomaly found; fencing rejected 1 stale write"
+		default:
+			return fmt.Sprintf("no anomaly found; fencing rejected %d stale writes", n)
+		}
+	case res.Interrupted:
+		return "the run was interrupted before it finished"
+	case len(res.Checker.Notes) > 0:
+		return res.Checker.Notes[0]
+	}
+	return "the checker could not decide"
+}
+
+// specPairs lists the spec's fields in the order results.json has them.
+func specPairs(raw json.RawMessage) []keyValue {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var kvs []keyValue
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return kvs
+		}
+		key, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return kvs
+		}
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			s = string(v)
+		}
+		kvs = append(kvs, keyValue{key, s})
+	}
+	return kvs
+}
+
+// runFiles lists what index.html links to, if present: the linearizability
+// report, the history, results.json, the harness log and every node log.
+func runFiles(dir string) []fileLink {
+	var files []fileLink
+	add := func(rel string) {
+		if st, err := os.Stat(filepath.Join(dir, rel)); err == nil && st.Mode().IsRegular() {
+			files = append(files, fileLink{Path: filepath.ToSlash(rel), Size: size(st.Size())})
+		}
+	}
+	for _, f := range []string{"linear.html", "history.jsonl", "results.json", "harness.log"} {
+		add(f)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "nodes", "*", "*.log"))
+	sort.Strings(logs)
+	for _, l := range logs {
+		if rel, err := filepath.Rel(dir, l); err == nil {
+			add(rel)
+		}
+	}
+	return files
+}
+
+func size(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// writeAtomic writes a file through a temporary one and a rename, so that
+// `serve` never hands out half a plot or page.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

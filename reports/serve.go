@@ -1,0 +1,282 @@
+package reports
+
+import (
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+)
+
+// NewServer browses a store: the home page lists its runs newest first
+// with their verdicts, and every file under the store is served as it is,
+// so a run's index.html and its relative links work. Nothing outside the
+// store is served: a path with a ".." segment is refused, and so is one
+// that a symlink resolves outside (store/latest, which points inside, is
+// fine).
+func NewServer(store string) http.Handler {
+	root, err := filepath.Abs(store)
+	if err != nil {
+		root = filepath.Clean(store)
+	}
+	return &server{root: root}
+}
+
+type server struct{ root string }
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "only GET and HEAD", http.StatusMethodNotAllowed)
+		return
+	}
+	// The handler is not behind a ServeMux, which would answer a ".."
+	// path with a redirect to its cleaned form; it is refused here, as a
+	// request that names a place outside the store.
+	p := r.URL.Path
+	if !strings.HasPrefix(p, "/") || strings.ContainsRune(p, 0) || strings.Contains(p, `\`) {
+		http.Error(w, "bad path", http.StatusBadRequest)
+		return
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." {
+			http.Error(w, "paths may not leave the store", http.StatusBadRequest)
+			return
+		}
+	}
+	if p == "/" {
+		s.home(w, r)
+		return
+	}
+	full, status := s.resolve(strings.TrimPrefix(p, "/"))
+	if status != http.StatusOK {
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	st, err := os.Stat(full)
+	if err != nil {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	if st.IsDir() {
+		if !strings.HasSuffix(p, "/") {
+			http.Redirect(w, r, path.Base(p)+"/", http.StatusMovedPermanently)
+			return
+		}
+		s.dir(w, p, full)
+		return
+	}
+	if !st.Mode().IsRegular() {
+		http.Error(w, "not a file", http.StatusForbidden)
+		return
+	}
+	f, err := os.Open(full)
+	if err != nil {
+		http.Error(w, "cannot open", http.StatusForbidden)
+		return
+	}
+	defer f.Close()
+	switch filepath.Ext(full) {
+	case ".jsonl", ".log", ".txt", ".conf":
+		// Shown in the browser rather than downloaded.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	}
+	http.ServeContent(w, r, st.Name(), st.ModTime(), f)
+}
+
+// resolve maps a slash path relative to the store to a real path inside
+// it, following symlinks, or says why not.
+func (s *server) resolve(rel string) (string, int) {
+	root, err := filepath.EvalSymlinks(s.root)
+	if err != nil {
+		return "", http.StatusNotFound
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(s.root, filepath.FromSlash(rel)))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", http.StatusNotFound
+		}
+		return "", http.StatusForbidden
+	}
+	if !within(root, real) {
+		return "", http.StatusForbidden
+	}
+	return real, http.StatusOK
+}
+
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// storeRun is one run on the home page.
+type storeRun struct {
+	Name, Dir, Stamp string
+	Verdict          string
+	Summary          string
+	Seed             int64
+	Latest           bool
+	Files            []fileLink
+	HasIndex         bool
+	stamp            string
+	suffix           int
+}
+
+type storePage struct {
+	Store  string
+	Filter string
+	Names  []string
+	Runs   []storeRun
+	Total  int
+}
+
+func (s *server) home(w http.ResponseWriter, r *http.Request) {
+	runs := s.runs()
+	page := storePage{Store: s.root, Filter: strings.TrimSpace(r.URL.Query().Get("name")), Total: len(runs)}
+	seen := map[string]bool{}
+	for _, run := range runs {
+		if !seen[run.Name] {
+			seen[run.Name] = true
+			page.Names = append(page.Names, run.Name)
+		}
+		if page.Filter == "" || strings.Contains(strings.ToLower(run.Name), strings.ToLower(page.Filter)) {
+			page.Runs = append(page.Runs, run)
+		}
+	}
+	sort.Strings(page.Names)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := templates.ExecuteTemplate(w, "store.html", page); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// runs finds store/<name>/<stamp>/ directories that hold results.json,
+// newest first.
+func (s *server) runs() []storeRun {
+	var latest string
+	if l, err := filepath.EvalSymlinks(filepath.Join(s.root, "latest")); err == nil {
+		latest = l
+	}
+	names, _ := os.ReadDir(s.root)
+	var runs []storeRun
+	for _, n := range names {
+		if !n.IsDir() || strings.HasPrefix(n.Name(), ".") {
+			continue // store/latest is a symlink and is listed through its target
+		}
+		stamps, _ := os.ReadDir(filepath.Join(s.root, n.Name()))
+		for _, st := range stamps {
+			dir := filepath.Join(s.root, n.Name(), st.Name())
+			if !st.IsDir() {
+				continue
+			}
+			res, err := ReadResults(dir)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			run := storeRun{Name: n.Name(), Dir: "/" + url.PathEscape(n.Name()) + "/" + url.PathEscape(st.Name()) + "/",
+				Stamp: st.Name(), Verdict: checker.Unknown.String()}
+			run.stamp, run.suffix = splitStamp(st.Name())
+			if t, err := time.Parse("20060102T150405", run.stamp); err == nil {
+				run.Stamp = t.Format("2006-01-02 15:04:05")
+				if run.suffix > 1 {
+					run.Stamp += " #" + strconv.Itoa(run.suffix)
+				}
+			}
+			if err != nil {
+				run.Summary = "results.json unreadable: " + err.Error()
+			} else {
+				run.Verdict, run.Seed, run.Summary = res.Valid.String(), res.Seed, headline(res)
+			}
+			if real, err := filepath.EvalSymlinks(dir); err == nil && real == latest {
+				run.Latest = true
+			}
+			if _, err := os.Stat(filepath.Join(dir, "index.html")); err == nil {
+				run.HasIndex = true
+			}
+			run.Files = runFiles(dir)
+			runs = append(runs, run)
+		}
+	}
+	sort.SliceStable(runs, func(i, j int) bool {
+		a, b := runs[i], runs[j]
+		if a.stamp != b.stamp {
+			return a.stamp > b.stamp
+		}
+		if a.suffix != b.suffix {
+			return a.suffix > b.suffix
+		}
+		return a.Name < b.Name
+	})
+	return runs
+}
+
+// splitStamp splits "20261129T120001-2" into its time and its same-second
+// counter (1 when there is none).
+func splitStamp(name string) (string, int) {
+	stamp, n, ok := strings.Cut(name, "-")
+	if !ok {
+		return name, 1
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil {
+		return name, 1
+	}
+	return stamp, i
+}
+
+type dirEntry struct {
+	Name, Href, Size, Modified string
+	IsDir                      bool
+}
+
+type dirPage struct {
+	Path    string
+	Up      string
+	Index   bool
+	Entries []dirEntry
+}
+
+func (s *server) dir(w http.ResponseWriter, urlPath, full string) {
+	entries, err := os.ReadDir(full)
+	if err != nil {
+		http.Error(w, "cannot list", http.StatusForbidden)
+		return
+	}
+	page := dirPage{Path: urlPath, Up: "../"}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		d := dirEntry{Name: e.Name(), Href: url.PathEscape(e.Name()), Modified: info.ModTime().Format("2006-01-02 15:04:05")}
+		if e.IsDir() || info.Mode()&os.ModeSymlink != 0 {
+			if st, err := os.Stat(filepath.Join(full, e.Name())); err == nil && st.IsDir() {
+				d.IsDir, d.Href, d.Name = true, d.Href+"/", d.Name+"/"
+			}
+		}
+		if !d.IsDir {
+			d.Size = size(info.Size())
+		}
+		if e.Name() == "index.html" {
+			page.Index = true
+		}
+		page.Entries = append(page.Entries, d)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := templates.ExecuteTemplate(w, "dir.html", page); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}

@@ -1,0 +1,561 @@
+package reports
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+// Write statuses on the timeline.
+const (
+	WriteAccepted = "accepted"
+	WriteRejected = "rejected" // fencing refused it
+	WriteStale    = "stale"    // accepted, and listed as stale by a finding
+	WriteUnknown  = "unknown"  // info: it may or may not have landed
+)
+
+// Why a lease bar ends.
+const (
+	EndRelease    = "release"        // the client asked to release
+	EndReplaced   = "replaced"       // the client's process was retired after an info
+	EndNextCycle  = "next-acquire"   // the client moved on without releasing
+	EndHistoryEnd = "end-of-history" // nothing ended it
+)
+
+// Timeline is the data timeline.png draws: who held which lock when, as the
+// clients believed, with the faults and anomalies laid over it.
+type Timeline struct {
+	Lanes    []Lane
+	Leases   []Lease
+	Writes   []WriteMark
+	Bands    []Band
+	RedSpans []RedSpan
+	// End is the time of the last event.
+	End time.Duration
+}
+
+// Lane is one client slot. A slot survives worker replacement, so a lane is
+// a client, not a process.
+type Lane struct {
+	Client int
+	Label  string
+	// Final marks the closing liveness check's client.
+	Final bool
+}
+
+// Lease is one granted acquire, from its completion until the client
+// stopped claiming it.
+type Lease struct {
+	Client     int
+	Process    history.Process
+	Key, Token string
+	Fence      int64
+	Start, End time.Duration
+	EndBy      string
+	// ValidUntil is when the client's own validity ran out (the acquire's
+	// or the furthest successful extend's invoke plus its validity), so a
+	// reader can compare belief with the TTL; 0 if the history gives none.
+	ValidUntil time.Duration
+	// Anomalies names every anomaly whose finding involves this grant.
+	Anomalies []string
+	// Event is the history index of the acquire's completion.
+	Event int
+}
+
+// WriteMark is one protected write at the time the resource answered.
+type WriteMark struct {
+	Client  int
+	Process history.Process
+	At      time.Duration
+	Status  string
+	Fence   int64
+	Token   string
+	Event   int
+}
+
+// Band is one fault window.
+type Band struct {
+	Fault, Target string
+	// Detail is what the nemesis said at the start and, after a semicolon,
+	// at the end.
+	Detail     string
+	Start, End time.Duration
+	// Open marks a fault that never ended in the history; End is then the
+	// end of the history.
+	Open bool
+	// StartEvent and EndEvent are history indices; EndEvent is -1 if Open.
+	StartEvent, EndEvent int
+}
+
+// Label names the fault and its target as bands and tables show them.
+func (b Band) Label() string {
+	if b.Target == "" {
+		return b.Fault
+	}
+	return b.Fault + " " + b.Target
+}
+
+// RedSpan is where an anomaly shows on the timeline: once in the row of its
+// anomaly kind, spanning all of its finding's events, and once per client
+// lane involved, spanning the part where mutual exclusion was broken.
+type RedSpan struct {
+	// Finding is the finding's position in results.json, from 0; Label
+	// ("#3") is how the page refers to it.
+	Finding int
+	Anomaly string
+	Label   string
+	// Client is the lane, or -1 for the anomaly's own row.
+	Client     int
+	Start, End time.Duration
+}
+
+// TimelineData builds the timeline from a history and its results. It never
+// fails: a malformed history (which the checker reports) still draws what
+// can be paired.
+func TimelineData(events []history.Event, res Results) Timeline {
+	return timelineOf(analyse(events), res)
+}
+
+func timelineOf(a *analysis, res Results) Timeline {
+	t := Timeline{End: a.end, Bands: a.bands}
+
+	clients := map[int]bool{}
+	final := map[int]bool{}
+	for _, o := range a.ops {
+		clients[o.client] = true
+		if o.final {
+			final[o.client] = true
+		}
+	}
+	for c := range clients {
+		l := Lane{Client: c, Label: fmt.Sprintf("client %d", c), Final: final[c]}
+		if l.Final {
+			l.Label += " (final)"
+		}
+		t.Lanes = append(t.Lanes, l)
+	}
+	sort.Slice(t.Lanes, func(i, j int) bool { return t.Lanes[i].Client < t.Lanes[j].Client })
+
+	involved := map[int][]string{} // op position -> anomalies
+	stale := map[int]bool{}        // op position of stale writes
+	for fi, f := range res.Checker.Findings {
+		ops := a.findingOps(f)
+		for _, o := range ops {
+			if !slices.Contains(involved[o], f.Anomaly) {
+				involved[o] = append(involved[o], f.Anomaly)
+			}
+		}
+		if f.Anomaly == checker.StaleWrite {
+			if w := a.latest(ops, history.Write); w >= 0 {
+				stale[w] = true
+			}
+		}
+		t.RedSpans = append(t.RedSpans, a.redSpans(fi, f, ops)...)
+	}
+
+	for _, l := range a.leases {
+		lease := l.Lease
+		lease.Anomalies = involved[l.op]
+		t.Leases = append(t.Leases, lease)
+	}
+	for i, o := range a.ops {
+		if o.kind != history.Write || o.done < 0 {
+			continue
+		}
+		w := WriteMark{Client: o.client, Process: o.process, At: o.doneT, Fence: o.fence, Token: o.token,
+			Event: a.events[o.done].Index}
+		switch {
+		case stale[i]:
+			w.Status = WriteStale
+		case o.outcome == history.OK:
+			w.Status = WriteAccepted
+		case o.outcome == history.Fail:
+			w.Status = WriteRejected
+		default:
+			w.Status = WriteUnknown
+		}
+		t.Writes = append(t.Writes, w)
+	}
+	return t
+}
+
+// redSpans places one finding on the timeline.
+func (a *analysis) redSpans(fi int, f checker.Finding, ops []int) []RedSpan {
+	from, to, ok := a.span(f)
+	if !ok {
+		return nil
+	}
+	label := fmt.Sprintf("#%d", fi+1)
+	spans := []RedSpan{{Finding: fi, Anomaly: f.Anomaly, Label: label, Client: -1, Start: from, End: to}}
+	lane := func(client int, s, e time.Duration) {
+		if e < s {
+			e = s
+		}
+		spans = append(spans, RedSpan{Finding: fi, Anomaly: f.Anomaly, Label: label, Client: client, Start: s, End: e})
+	}
+	switch f.Anomaly {
+	case checker.DoubleGrant:
+		// The overlap of the two leases as their clients believed them:
+		// the time both thought they held the lock.
+		var ls []*leaseInfo
+		for _, o := range ops {
+			if l := a.leaseOf[o]; l != nil {
+				ls = append(ls, l)
+			}
+		}
+		if len(ls) < 2 {
+			return spans
+		}
+		s, e := ls[0].Start, ls[0].End
+		for _, l := range ls[1:] {
+			s, e = max(s, l.Start), min(e, l.End)
+		}
+		for _, l := range ls {
+			lane(l.Client, s, e)
+		}
+	case checker.StaleWrite:
+		// From the newer holder's grant to the stale write landing: the
+		// old holder wrote into a newer holder's lease.
+		w, g := a.latest(ops, history.Write), a.latest(ops, history.Acquire)
+		if w < 0 || g < 0 {
+			return spans
+		}
+		s, e := a.ops[g].doneT, a.ops[w].doneT
+		lane(a.ops[w].client, s, e)
+		if a.ops[g].client != a.ops[w].client {
+			lane(a.ops[g].client, s, e)
+		}
+	case checker.ForeignRelease:
+		for _, o := range ops {
+			if k := a.ops[o].kind; k == history.Release || k == history.Extend {
+				lane(a.ops[o].client, a.ops[o].invT, max(a.ops[o].doneT, a.ops[o].invT))
+			}
+		}
+	}
+	return spans
+}
+
+// latest is the op among ops of the given kind that completed last, or -1.
+func (a *analysis) latest(ops []int, kind string) int {
+	best := -1
+	for _, o := range ops {
+		if a.ops[o].kind == kind && a.ops[o].done >= 0 && (best < 0 || a.ops[o].doneT > a.ops[best].doneT) {
+			best = o
+		}
+	}
+	return best
+}
+
+// LatencyPoint is one finished operation.
+type LatencyPoint struct {
+	Client  int
+	At      time.Duration // invoke
+	Latency time.Duration
+	Kind    string
+	Outcome string
+}
+
+// Latency is the data latency.png draws.
+type Latency struct {
+	Points []LatencyPoint
+	Bands  []Band
+	End    time.Duration
+}
+
+// LatencyData lists every finished operation's latency. Operations that
+// never completed have no latency and are left out.
+func LatencyData(events []history.Event) Latency { return latencyOf(analyse(events)) }
+
+func latencyOf(a *analysis) Latency {
+	l := Latency{Bands: a.bands, End: a.end}
+	for _, o := range a.ops {
+		if o.done < 0 {
+			continue
+		}
+		l.Points = append(l.Points, LatencyPoint{Client: o.client, At: o.invT, Latency: o.doneT - o.invT,
+			Kind: o.kind, Outcome: o.outcome})
+	}
+	return l
+}
+
+// Outcomes in the order plots list them.
+var outcomes = []string{history.OK, history.Fail, history.Info}
+
+// Rate is the data rate.png draws: completions per bin by outcome.
+type Rate struct {
+	Bin time.Duration
+	// Counts holds, per outcome, the completions in each bin.
+	Counts map[string][]int
+	Bands  []Band
+	End    time.Duration
+}
+
+// rateBins is about how many bins a rate plot has: enough to show a
+// short fault's dip, few enough that each bin holds a fair count.
+const rateBins = 60
+
+var binSizes = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second,
+	30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute}
+
+// RateData counts completions by outcome in bins of a round length chosen
+// for the run's length.
+func RateData(events []history.Event) Rate { return rateOf(analyse(events)) }
+
+func rateOf(a *analysis) Rate {
+	bin := binSizes[len(binSizes)-1]
+	for _, b := range binSizes {
+		if a.end/b <= rateBins {
+			bin = b
+			break
+		}
+	}
+	nbins := int(a.end/bin) + 1
+	r := Rate{Bin: bin, Counts: map[string][]int{}, Bands: a.bands, End: a.end}
+	for _, oc := range outcomes {
+		r.Counts[oc] = make([]int, nbins)
+	}
+	for _, o := range a.ops {
+		if o.done < 0 {
+			continue
+		}
+		if c, ok := r.Counts[o.outcome]; ok {
+			c[int(o.doneT/bin)]++
+		}
+	}
+	return r
+}
+
+// PerSecond is bin i's rate for an outcome. The last bin is cut short by
+// the end of the history and is divided by what it covers.
+func (r Rate) PerSecond(outcome string, i int) float64 {
+	width := r.Bin
+	if end := time.Duration(i+1) * r.Bin; end > r.End {
+		width = max(r.End-time.Duration(i)*r.Bin, time.Millisecond)
+	}
+	return float64(r.Counts[outcome][i]) / width.Seconds()
+}
+
+// analysis is one pass over a history that the plots and stories share:
+// operations paired, leases as the clients believed them, fault windows.
+type analysis struct {
+	events []history.Event
+	ops    []opInfo
+	// at maps a history index to its position in events.
+	at map[int]int
+	// opAt maps a position in events to the op it belongs to.
+	opAt    map[int]int
+	leases  []*leaseInfo
+	leaseOf map[int]*leaseInfo // acquire op -> its lease
+	bands   []Band
+	end     time.Duration
+}
+
+type opInfo struct {
+	kind, outcome string
+	process       history.Process
+	client        int
+	key, token    string
+	fence         int64
+	ttlMs         int64
+	validMs       int64
+	final         bool
+	errText       string
+	read, stored  *int64
+	// inv and done are positions in events; done is -1 while unfinished.
+	inv, done   int
+	invT, doneT time.Duration
+}
+
+type leaseInfo struct {
+	Lease
+	op int
+}
+
+func analyse(events []history.Event) *analysis {
+	a := &analysis{events: events, at: make(map[int]int, len(events)), opAt: make(map[int]int, len(events)),
+		leaseOf: map[int]*leaseInfo{}}
+	open := map[history.Process]int{}
+	for i := range events {
+		e := &events[i]
+		a.at[e.Index] = i
+		a.end = max(a.end, e.At())
+		if e.IsNemesis() {
+			continue
+		}
+		if e.Type == history.Invoke {
+			// A second invoke while one is outstanding is malformed; the
+			// older one is left unfinished, as the checker would not have
+			// got this far anyway.
+			open[e.Process] = len(a.ops)
+			a.opAt[i] = len(a.ops)
+			a.ops = append(a.ops, opInfo{kind: e.F, outcome: history.Info, process: e.Process, client: e.Client,
+				key: e.Key, token: e.Token, fence: e.Fence, ttlMs: e.TTLMs, validMs: e.ValidMs, final: e.Final,
+				read: e.Value, inv: i, done: -1, invT: e.At()})
+			continue
+		}
+		j, ok := open[e.Process]
+		if !ok || a.ops[j].kind != e.F {
+			continue
+		}
+		delete(open, e.Process)
+		o := &a.ops[j]
+		a.opAt[i] = j
+		o.done, o.doneT, o.outcome, o.errText = i, e.At(), e.Type, e.Error
+		o.final = o.final || e.Final
+		if o.key == "" {
+			o.key = e.Key
+		}
+		if o.token == "" {
+			o.token = e.Token
+		}
+		if e.Fence != 0 {
+			o.fence = e.Fence
+		}
+		if e.ValidMs != 0 {
+			o.validMs = e.ValidMs
+		}
+		if e.Value != nil {
+			o.stored = e.Value
+		}
+	}
+	a.bands = faultBands(events, a.end)
+	a.buildLeases()
+	return a
+}
+
+// buildLeases draws each grant as its client believed it: from the
+// acquire's completion until the client asked to release it, its process
+// was retired, it started another acquire, or the history ended.
+func (a *analysis) buildLeases() {
+	type tk struct{ key, token string }
+	byToken := map[tk][]int{}   // ops carrying a token, in invoke order
+	byClient := map[int][]int{} // acquires by client, in invoke order
+	for i, o := range a.ops {
+		if o.token != "" {
+			byToken[tk{o.key, o.token}] = append(byToken[tk{o.key, o.token}], i)
+		}
+		if o.kind == history.Acquire {
+			byClient[o.client] = append(byClient[o.client], i)
+		}
+	}
+	for i, o := range a.ops {
+		if o.kind != history.Acquire || o.outcome != history.OK {
+			continue
+		}
+		l := &leaseInfo{op: i, Lease: Lease{Client: o.client, Process: o.process, Key: o.key, Token: o.token,
+			Fence: o.fence, Start: o.doneT, End: a.end, EndBy: EndHistoryEnd, Event: a.events[o.done].Index}}
+		end := func(t time.Duration, by string) {
+			if t >= l.Start && t < l.End {
+				l.End, l.EndBy = t, by
+			}
+		}
+		l.ValidUntil = validity(o)
+		if o.token != "" {
+			for _, u := range byToken[tk{o.key, o.token}] {
+				uo := a.ops[u]
+				switch {
+				case uo.kind == history.Release:
+					end(uo.invT, EndRelease)
+				case uo.kind == history.Extend && uo.outcome == history.OK && uo.invT >= o.doneT:
+					l.ValidUntil = max(l.ValidUntil, validity(uo))
+				}
+				if uo.process == o.process && uo.outcome == history.Info && uo.done >= 0 {
+					end(uo.doneT, EndReplaced)
+				}
+			}
+		}
+		for _, n := range byClient[o.client] {
+			if no := a.ops[n]; no.invT > o.doneT && no.token != o.token {
+				end(no.invT, EndNextCycle)
+				break
+			}
+		}
+		a.leases = append(a.leases, l)
+		a.leaseOf[i] = l
+	}
+}
+
+// validity is when an ok acquire or extend's lease runs out by the client's
+// own account, or 0 if it gave none.
+func validity(o opInfo) time.Duration {
+	ms := o.validMs
+	if ms == 0 {
+		ms = o.ttlMs
+	}
+	if ms == 0 {
+		return 0
+	}
+	return o.invT + time.Duration(ms)*time.Millisecond
+}
+
+// faultBands pairs each nemesis start with the next end of the same fault
+// and target, as the checker does.
+func faultBands(events []history.Event, end time.Duration) []Band {
+	type id struct{ f, target string }
+	var bands []Band
+	open := map[id][]int{}
+	for _, e := range events {
+		if !e.IsNemesis() {
+			continue
+		}
+		k := id{e.F, e.Target}
+		switch e.Phase {
+		case history.Start:
+			open[k] = append(open[k], len(bands))
+			bands = append(bands, Band{Fault: e.F, Target: e.Target, Detail: e.Detail, Start: e.At(), End: end,
+				Open: true, StartEvent: e.Index, EndEvent: -1})
+		case history.End:
+			if q := open[k]; len(q) > 0 {
+				b := &bands[q[0]]
+				b.End, b.Open, b.EndEvent = e.At(), false, e.Index
+				if e.Detail != "" {
+					b.Detail += "; " + e.Detail
+				}
+				open[k] = q[1:]
+			}
+		}
+	}
+	return bands
+}
+
+// findingOps lists, in invoke order, the ops a finding's events belong to.
+func (a *analysis) findingOps(f checker.Finding) []int {
+	seen := map[int]bool{}
+	var ops []int
+	for _, idx := range f.Events {
+		p, ok := a.at[idx]
+		if !ok {
+			continue
+		}
+		if o, ok := a.opAt[p]; ok && !seen[o] {
+			seen[o] = true
+			ops = append(ops, o)
+		}
+	}
+	sort.Ints(ops)
+	return ops
+}
+
+// span is the time from a finding's first event to its last.
+func (a *analysis) span(f checker.Finding) (from, to time.Duration, ok bool) {
+	for _, idx := range f.Events {
+		p, found := a.at[idx]
+		if !found {
+			continue
+		}
+		t := a.events[p].At()
+		if !ok || t < from {
+			from = t
+		}
+		if !ok || t > to {
+			to = t
+		}
+		ok = true
+	}
+	return from, to, ok
+}

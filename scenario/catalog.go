@@ -1,0 +1,119 @@
+package scenario
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/reports"
+)
+
+// Entry is a named, seeded scenario of the catalog (../shared/SCENARIOS.md):
+// a spec and what a correct harness must report for it.
+type Entry struct {
+	Name   string
+	Source string
+	// Story is the fault and sequence in a sentence.
+	Story  string
+	Spec   Spec
+	Expect Expect
+	// Compare names a scenario whose rates this one's report shows beside
+	// its own (failover-wait against failover-double-grant).
+	Compare string
+}
+
+// Expect is a catalog row's expectation. Unsafe scenarios must be caught
+// (verdict invalid, and the named anomaly counted when one is named); safe
+// ones must pass. A harness that is blind fails the first kind, one that
+// cries wolf the second.
+type Expect struct {
+	Unsafe  bool
+	Anomaly string
+	// Fenced safe scenarios must also show the stale write being refused.
+	Fenced bool
+}
+
+func (e Expect) String() string {
+	switch {
+	case e.Unsafe && e.Anomaly != "":
+		return "unsafe: " + e.Anomaly
+	case e.Unsafe:
+		return "unsafe"
+	case e.Fenced:
+		return "safe: fencing.rejected >= 1"
+	}
+	return "safe"
+}
+
+// Met reports whether a run's results meet the expectation, and why not.
+func (e Expect) Met(r reports.Results) (bool, string) {
+	if e.Unsafe {
+		if r.Valid != checker.Invalid {
+			return false, fmt.Sprintf("verdict %s, want invalid", r.Valid)
+		}
+		if e.Anomaly != "" && r.Anomalies[e.Anomaly] < 1 {
+			return false, fmt.Sprintf("no %s found", e.Anomaly)
+		}
+		return true, ""
+	}
+	if r.Valid != checker.Valid {
+		return false, fmt.Sprintf("verdict %s, want valid", r.Valid)
+	}
+	if e.Fenced && r.Fencing.Rejected < 1 {
+		return false, "no stale write was refused by fencing"
+	}
+	return true, ""
+}
+
+func entrySpec(topology, lock, nemesis string, ttl, hold, limit time.Duration) Spec {
+	s := Defaults()
+	s.Topology, s.Lock, s.Nemesis = topology, lock, nemesis
+	s.TTL, s.Hold, s.TimeLimit = Duration(ttl), Duration(hold), Duration(limit)
+	return s
+}
+
+func withPersistence(s Spec, p string) Spec { s.Persistence = p; return s }
+
+const sec = time.Second
+
+// Catalog is every named scenario. It is what must never regress.
+var Catalog = []Entry{
+	{Name: "clean-cad", Source: "baseline", Story: "no faults",
+		Spec: entrySpec("single", "cad", "none", 2*sec, 300*time.Millisecond, 8*sec), Expect: Expect{}},
+	{Name: "gc-pause", Source: "Kleppmann 2016 (S1)", Story: "a holder is frozen after acquiring, before its write, for longer than the TTL; another acquires and writes; the first wakes and writes",
+		Spec: entrySpec("single", "cad", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
+	{Name: "gc-pause-fenced", Source: "Kleppmann 2016", Story: "as gc-pause, with fencing tokens checked by the resource",
+		Spec: entrySpec("single", "fenced", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Fenced: true}},
+	{Name: "gc-pause-renew", Source: "Redisson-style watchdogs", Story: "as gc-pause; the renewing watchdog freezes with the process",
+		Spec: entrySpec("single", "renew", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
+	{Name: "del-release", Source: "Redis distributed-lock page (S9)", Story: "a holder overruns its TTL, another acquires, the first's plain DEL removes the second's lock, a third acquires",
+		Spec: entrySpec("single", "del", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.ForeignRelease}},
+	{Name: "naive-crash", Source: "SETNX+EXPIRE folklore", Story: "the holder dies between SETNX and EXPIRE",
+		Spec: entrySpec("single", "naive", "kill-client", 2*sec, 300*time.Millisecond, 6*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StuckLock}},
+	{Name: "restart-no-persist", Source: "Kleppmann 2016 (S4, one node)", Story: "a client holds; the node is killed and restarts empty; another acquires",
+		Spec: entrySpec("single", "cad", "kill-node", 2*sec, 300*time.Millisecond, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+	{Name: "restart-aof-always", Source: "Redis persistence docs", Story: "as restart-no-persist, with appendonly yes and appendfsync always",
+		Spec: withPersistence(entrySpec("single", "cad", "kill-node", 2*sec, 300*time.Millisecond, 8*sec), "aof-always"), Expect: Expect{}},
+	{Name: "failover-double-grant", Source: "Redis Sentinel docs; Jepsen Redis 2013 (S6)", Story: "a second before the holder releases, the primary is cut off from its replicas, the sentinels and some clients; the release and the next grant happen on it, unreplicated; the sentinels promote a replica that never saw the key; a client acquires there while the first still holds",
+		Spec: entrySpec("sentinel", "cad", "partition-primary", 5*sec, 4*sec, 12*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+	{Name: "split-brain", Source: "Jepsen Redis 2013 (S7)", Story: "the primary and some clients are partitioned from the majority; both sides grant the lock until the partition heals and the old primary is demoted",
+		Spec: entrySpec("sentinel", "cad", "split-brain", sec, 300*time.Millisecond, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+	{Name: "failover-wait", Source: "Redis WAIT docs", Story: "as failover-double-grant, with WAIT 1 after each grant; unacknowledged grants are released unused",
+		Spec: entrySpec("sentinel", "wait", "partition-primary", 5*sec, 4*sec, 12*sec), Expect: Expect{Unsafe: true}, Compare: "failover-double-grant"},
+}
+
+// Lookup finds a catalog entry by name, or lists the valid names.
+func Lookup(name string) (Entry, error) {
+	var names []string
+	for _, e := range Catalog {
+		if e.Name == name {
+			e.Spec.Name = e.Name
+			return e, nil
+		}
+		names = append(names, e.Name)
+	}
+	sort.Strings(names)
+	return Entry{}, fmt.Errorf("unknown scenario %q (valid: %s)", name, strings.Join(names, ", "))
+}

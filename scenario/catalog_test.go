@@ -1,0 +1,94 @@
+package scenario
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/reports"
+)
+
+func TestCatalogSpecsAreValid(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range Catalog {
+		if seen[e.Name] {
+			t.Errorf("%s is in the catalog twice", e.Name)
+		}
+		seen[e.Name] = true
+		if err := e.Spec.Validate(); err != nil {
+			t.Errorf("%s: %v", e.Name, err)
+		}
+		if e.Compare != "" {
+			if _, err := Lookup(e.Compare); err != nil {
+				t.Errorf("%s compares with %v", e.Name, err)
+			}
+		}
+	}
+	if _, err := Lookup("nosuch"); err == nil || !strings.Contains(err.Error(), "failover-double-grant") {
+		t.Errorf("Lookup(nosuch) = %v, want the valid names", err)
+	}
+}
+
+func TestExpectations(t *testing.T) {
+	invalid := reports.Results{Valid: checker.Invalid, Anomalies: map[string]int{checker.DoubleGrant: 2}}
+	valid := reports.Results{Valid: checker.Valid, Anomalies: map[string]int{}}
+	fenced := reports.Results{Valid: checker.Valid, Anomalies: map[string]int{}, Fencing: checker.Fencing{Rejected: 1}}
+	cases := []struct {
+		e    Expect
+		r    reports.Results
+		want bool
+	}{
+		{Expect{Unsafe: true, Anomaly: checker.DoubleGrant}, invalid, true},
+		{Expect{Unsafe: true, Anomaly: checker.StaleWrite}, invalid, false},
+		{Expect{Unsafe: true}, valid, false},
+		{Expect{}, valid, true},
+		{Expect{}, invalid, false},
+		{Expect{Fenced: true}, valid, false},
+		{Expect{Fenced: true}, fenced, true},
+	}
+	for _, c := range cases {
+		if got, why := c.e.Met(c.r); got != c.want {
+			t.Errorf("%s on %v: met=%v (%s), want %v", c.e, c.r.Valid, got, why, c.want)
+		}
+	}
+}
+
+func runEntry(t *testing.T, name string, seed int64) reports.Results {
+	t.Helper()
+	if _, err := exec.LookPath("redis-sentinel"); err != nil {
+		t.Skip("redis-sentinel not installed; run `make setup`")
+	}
+	e, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Spec.Seed = seed
+	r := run(t, e.Spec)
+	if ok, why := e.Expect.Met(r); !ok {
+		t.Errorf("%s seed %d: expectation %q not met: %s; anomalies %v, notes %v", name, seed, e.Expect, why, r.Anomalies, r.Checker.Notes)
+	}
+	return r
+}
+
+// The headline case: a lock granted on a primary whose replication is held
+// back is lost in the failover, and granted again.
+func TestFailoverDoubleGrant(t *testing.T) {
+	r := runEntry(t, "failover-double-grant", 1)
+	if r.Faults["switch-master"] != 0 {
+		t.Errorf("switch-master counted as a fault window: %v", r.Faults)
+	}
+}
+
+func TestSplitBrain(t *testing.T) { runEntry(t, "split-brain", 1) }
+
+// Without faults the sentinel topology is a correct lock service.
+func TestSentinelWithoutFaultsIsValid(t *testing.T) {
+	if _, err := exec.LookPath("redis-sentinel"); err != nil {
+		t.Skip("redis-sentinel not installed; run `make setup`")
+	}
+	s := spec("cad", "none", 5*time.Second, 1)
+	s.Topology = "sentinel"
+	wantValid(t, run(t, s))
+}
