@@ -110,6 +110,20 @@ func annotations(events []history.Event, res Result) []porcupine.Annotation {
 			BackgroundColor: faultColor,
 		})
 	}
+	// Things the harness observed rather than caused, such as a sentinel
+	// switching the primary, are instants on the same lane.
+	for _, e := range events {
+		if e.IsNemesis() && e.Phase == history.Instant {
+			as = append(as, porcupine.Annotation{
+				Tag:             nemesisTag,
+				Start:           e.Time,
+				End:             e.Time,
+				Description:     e.F,
+				Details:         strings.TrimSpace(e.Target + " " + e.Detail),
+				BackgroundColor: faultColor,
+			})
+		}
+	}
 	for _, f := range res.Findings {
 		start, stop, found := int64(0), int64(0), false
 		for _, i := range f.Events {

@@ -21,10 +21,11 @@ var onlySentinel = []string{"sentinel"}
 // failoverHold is long enough for the sentinels to notice and promote.
 func failoverHold(rng *rand.Rand) time.Duration { return between(rng, 5*time.Second, 7*time.Second) }
 
-// settle waits, outside the fault window, until replicas and sentinels
-// agree again, so the next fault starts from a healthy topology.
-func settle(env *Env) {
-	if err := env.Cluster.Settle(context.Background(), 30*time.Second); err != nil {
+// settle waits, outside the fault window, until the sentinels agree on a
+// primary again, so the next fault starts from a working topology. An
+// ending run does not wait: it settles once more before its final check.
+func settle(ctx context.Context, env *Env) {
+	if err := env.Cluster.Settle(ctx, 30*time.Second); err != nil && ctx.Err() == nil {
 		env.Log("warning: the topology did not settle after the fault: %v", err)
 	}
 }
@@ -75,7 +76,7 @@ var partitionPrimary = Fault{
 		sleep(ctx, hold)
 		healAll(links)
 		end("healed")
-		settle(env)
+		settle(ctx, env)
 		return nil
 	},
 }
@@ -134,7 +135,7 @@ var splitBrain = Fault{
 		sleep(ctx, hold)
 		healAll(links)
 		end("healed")
-		settle(env)
+		settle(ctx, env)
 		return nil
 	},
 }
@@ -164,7 +165,7 @@ var killPrimary = Fault{
 		sleep(ctx, hold)
 		err = p.Restart(context.Background())
 		end("restarted")
-		settle(env)
+		settle(ctx, env)
 		return err
 	},
 }
@@ -187,7 +188,7 @@ var pausePrimary = Fault{
 		sleep(ctx, hold)
 		err = p.Resume()
 		end("resumed")
-		settle(env)
+		settle(ctx, env)
 		return err
 	},
 }
@@ -239,7 +240,7 @@ var failover = Fault{
 		for time.Now().Before(deadline) && ctx.Err() == nil {
 			if q, err := env.Cluster.Primary(ctx); err == nil && q.Name() != p.Name() {
 				end("promoted " + q.Name())
-				settle(env)
+				settle(ctx, env)
 				return nil
 			}
 			time.Sleep(50 * time.Millisecond)

@@ -147,13 +147,16 @@ func rates(runs []reports.Results) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s %.1f per run (in %d of %d runs)", name, float64(total)/float64(len(runs)), with, len(runs)))
 	}
-	invalid := 0
+	invalid, illegal := 0, 0
 	for _, r := range runs {
 		if r.Valid == checker.Invalid {
 			invalid++
 		}
+		if r.Checker.Linearizability.Result == checker.LinearIllegal {
+			illegal++
+		}
 	}
-	return strings.Join(parts, "; ") + fmt.Sprintf("; invalid %d of %d", invalid, len(runs))
+	return strings.Join(parts, "; ") + fmt.Sprintf("; not linearizable %d of %d; invalid %d of %d", illegal, len(runs), invalid, len(runs))
 }
 
 // storedRuns reads every results.json of a scenario in the store.
