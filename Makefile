@@ -1,12 +1,13 @@
 # lockharness: `make setup` once, then `make test`.
 GO    ?= go
 BIN   := bin/harness
+SHIM  := bin/libclockshim.so
 SUDO  := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 PKGS  := redis-server redis-sentinel redis-tools chromium
 
 .PHONY: setup deps build test test-short lint bench repro-failover repro clean
 
-## setup: install Redis (and Chromium, for the page tests) from Debian's packages when missing, then build bin/harness
+## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, then build bin/harness
 setup: deps build
 
 deps:
@@ -16,11 +17,19 @@ deps:
 		echo "installing $(PKGS) from Debian's packages"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PKGS); \
 	fi
+	@if command -v gcc >/dev/null; then \
+		echo "gcc: $$(gcc -dumpfullversion)"; \
+	else \
+		echo "installing gcc from Debian's packages (the clock shim needs it)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev; \
+	fi
 	$(GO) mod download
 
-## build: compile the harness into bin/harness
+## build: compile the harness into bin/harness and the clock shim into bin/libclockshim.so
 build:
 	$(GO) build -o $(BIN) ./cmd/harness
+	@mkdir -p bin
+	gcc -shared -fPIC -O2 -Wall -o $(SHIM) internal/clockshim/csrc/clockshim.c -ldl
 
 ## test: lint, then every test, including the ones that run real redis-server processes and faults
 test: lint

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Persistence modes a node can run with.
@@ -24,7 +25,7 @@ var Persistences = []string{PersistNone, PersistAOFAlways}
 
 // Topologies and backends this build knows.
 var (
-	Topologies = []string{"single", "sentinel"}
+	Topologies = []string{"single", "sentinel", "redlock"}
 	Backends   = []string{"local"}
 )
 
@@ -41,6 +42,11 @@ type Node interface {
 	Resume() error
 	Stop() error
 	Running() bool
+	// SetClockOffset moves the node's wall clock to d from true time (the
+	// clock faults); it fails unless the node was started with Spec.Clock.
+	SetClockOffset(d time.Duration) error
+	// ClockOffset is the node's current clock offset.
+	ClockOffset() time.Duration
 }
 
 // Spec says what to start.
@@ -50,6 +56,11 @@ type Spec struct {
 	Persistence string
 	// Dir holds one directory per node (data and log).
 	Dir string
+	// Clock starts every redis-server under the clock shim, so that
+	// Node.SetClockOffset works; the clock faults need it.
+	Clock bool
+	// Nodes is the number of independent primaries of a redlock topology.
+	Nodes int
 	// Link makes a proxy named name in front of upstream and returns its
 	// address. Topologies whose nodes talk to each other (replication,
 	// sentinels) route that traffic through such proxies, so it can be
@@ -99,11 +110,14 @@ func Start(ctx context.Context, s Spec) (*Cluster, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if s.Topology == "sentinel" {
+	switch s.Topology {
+	case "sentinel":
 		return startSentinel(ctx, s)
+	case "redlock":
+		return startRedlock(ctx, s)
 	}
 	c := &Cluster{Topology: s.Topology}
-	n, err := StartLocal(ctx, "n1", filepath.Join(s.Dir, "n1"), s.Persistence)
+	n, err := StartLocalConfig(ctx, LocalConfig{Name: "n1", Dir: filepath.Join(s.Dir, "n1"), Persistence: s.Persistence, Clock: s.Clock})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockharness/lockharness/internal/clockshim"
 	"github.com/lockharness/lockharness/internal/proc"
 )
 
@@ -26,6 +27,9 @@ type LocalNode struct {
 	persistence string
 	extra       []string
 	sentinel    bool
+	// clockLib and clockFile are the clock shim and the node's offset file;
+	// empty when the node runs without the shim.
+	clockLib, clockFile string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -43,6 +47,13 @@ type LocalConfig struct {
 	Args []string
 	// Sentinel runs redis-sentinel with Args as its configuration lines.
 	Sentinel bool
+	// Clock runs the node under the clock shim, so SetClockOffset can move
+	// its wall clock. The offset file is Dir/clock.offset, set to 0 here and
+	// kept across restarts: a restarted node keeps its skewed clock.
+	Clock bool
+	// ClockShim is the shim library for Clock; empty finds it with
+	// clockshim.Find (bin/libclockshim.so, else a cached build).
+	ClockShim string
 }
 
 // StartLocal starts redis-server on a free port with its data and log in dir.
@@ -69,6 +80,11 @@ func StartLocalConfig(ctx context.Context, cfg LocalConfig) (*LocalNode, error) 
 		}
 	}
 	n := &LocalNode{name: cfg.Name, dir: cfg.Dir, port: port, persistence: cfg.Persistence, extra: cfg.Args, sentinel: cfg.Sentinel}
+	if cfg.Clock || cfg.ClockShim != "" {
+		if err := n.setupClock(cfg.ClockShim); err != nil {
+			return nil, err
+		}
+	}
 	if n.sentinel {
 		if err := n.writeSentinelConf(); err != nil {
 			return nil, err
@@ -93,6 +109,52 @@ func (n *LocalNode) writeSentinelConf() error {
 	}
 	lines = append(lines, n.extra...)
 	return os.WriteFile(n.confPath(), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+// setupClock resolves the shim and writes the offset file with 0.
+func (n *LocalNode) setupClock(lib string) error {
+	if lib == "" {
+		var err error
+		if lib, err = clockshim.Find(); err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+	}
+	if strings.ContainsAny(lib, " :") {
+		return fmt.Errorf("node %s: clock shim path %q has a space or colon, which LD_PRELOAD cannot take", n.name, lib)
+	}
+	file, err := filepath.Abs(filepath.Join(n.dir, "clock.offset"))
+	if err != nil {
+		return err
+	}
+	if err := clockshim.WriteOffset(file, 0); err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	n.clockLib, n.clockFile = lib, file
+	return nil
+}
+
+// SetClockOffset moves the node's wall clock to d from true time, at once
+// and also while the node is paused or down (a restart keeps it). Keys'
+// expiry times are absolute, so moving forward expires them early and
+// moving back keeps them alive longer. It fails when the node runs without
+// the clock shim.
+func (n *LocalNode) SetClockOffset(d time.Duration) error {
+	if n.clockFile == "" {
+		return fmt.Errorf("node %s runs without the clock shim (start it with Clock set)", n.name)
+	}
+	if err := clockshim.WriteOffset(n.clockFile, d); err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// ClockOffset is the node's current clock offset; 0 without the shim.
+func (n *LocalNode) ClockOffset() time.Duration {
+	if n.clockFile == "" {
+		return 0
+	}
+	d, _ := clockshim.ReadOffset(n.clockFile)
+	return d
 }
 
 func (n *LocalNode) confPath() string { return filepath.Join(n.dir, "sentinel.conf") }
@@ -159,6 +221,9 @@ func (n *LocalNode) start(ctx context.Context) error {
 	}
 	cmd := exec.Command(bin, n.args()...)
 	cmd.Dir = n.dir
+	if n.clockFile != "" {
+		cmd.Env = append(os.Environ(), clockshim.Env(n.clockLib, n.clockFile)...)
+	}
 	if err := proc.Start(cmd); err != nil {
 		return fmt.Errorf("node %s: start %s: %w", n.name, binary, err)
 	}
@@ -174,6 +239,25 @@ func (n *LocalNode) start(ctx context.Context) error {
 	if err := n.waitReady(ctx, exited); err != nil {
 		n.Kill()
 		return err
+	}
+	if n.clockFile != "" {
+		if err := n.checkShimLoaded(cmd); err != nil {
+			n.Kill()
+			return err
+		}
+	}
+	return nil
+}
+
+// checkShimLoaded makes sure the shim is in the process: the dynamic loader
+// only warns on stderr and goes on when it cannot preload a library.
+func (n *LocalNode) checkShimLoaded(cmd *exec.Cmd) error {
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", cmd.Process.Pid))
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	if !strings.Contains(string(maps), filepath.Base(n.clockLib)) {
+		return fmt.Errorf("node %s: %s did not load the clock shim %s", n.name, filepath.Base(cmd.Path), n.clockLib)
 	}
 	return nil
 }

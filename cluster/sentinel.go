@@ -65,7 +65,7 @@ func startSentinel(ctx context.Context, s Spec) (c *Cluster, err error) {
 			args = append(args, "--replicaof", primaryHost, primaryPort)
 		}
 		n, err := StartLocalConfig(ctx, LocalConfig{Name: name, Dir: filepath.Join(s.Dir, name),
-			Persistence: s.Persistence, Port: ports[name], Args: args})
+			Persistence: s.Persistence, Port: ports[name], Args: args, Clock: s.Clock})
 		if err != nil {
 			return nil, err
 		}

@@ -43,3 +43,24 @@ var killClient = Fault{
 		return err
 	},
 }
+
+// pauseAcquire freezes a client at its recipe's own pause point (Redlock:
+// after the nodes answered an acquire, before the validity is computed) for
+// 1.5-3 TTLs: the delayed reply of Kleppmann's example.
+var pauseAcquire = Fault{
+	Name:    "pause-acquire",
+	Summary: "SIGSTOP a client inside its recipe (redlock: with acquire replies in flight) for 1.5-3 TTLs",
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		hold := between(rng, scale(env.TTL, 1.5), 3*env.TTL)
+		point := env.Clients.KillPoint()
+		slot, resume, _, err := env.Clients.Freeze(ctx, point)
+		if err != nil {
+			return nil
+		}
+		end := env.Begin("pause-acquire", fmt.Sprintf("client %d", slot), "frozen at "+point+" for "+hold.String())
+		sleep(ctx, hold)
+		err = resume()
+		end("resumed")
+		return err
+	},
+}

@@ -22,6 +22,8 @@ import (
 var Registry = []Fault{
 	partition, latency, pauseNode, killNode, pauseClient, killClient,
 	partitionPrimary, splitBrain, killPrimary, pausePrimary, replicationLag, failover,
+	partitionMajorities, partitionMinority, pauseAcquire,
+	clockJump, clockStrobe,
 }
 
 // None is the nemesis name for a run without faults.
@@ -66,6 +68,9 @@ type Env struct {
 	TTL        time.Duration
 	// Hold is how long a client keeps the lock after its write.
 	Hold time.Duration
+	// RestartDelay is how long kill-node keeps a node down; 0 draws
+	// 0-100 ms from the seed.
+	RestartDelay time.Duration
 	// Log reports progress to the person running the harness.
 	Log func(format string, args ...any)
 }
@@ -81,29 +86,52 @@ func (e *Env) Begin(fault, target, detail string) func(detail string) {
 	}
 }
 
-// Lookup parses a comma-separated nemesis list. "none" alone means no faults.
-func Lookup(list string) ([]Fault, error) {
-	var out []Fault
-	for _, name := range strings.Split(list, ",") {
-		name = strings.TrimSpace(name)
-		if name == None {
-			if list != None {
+// Group is faults injected together: the nemesis starts them at the same
+// moment and waits for all of them, so they overlap by construction.
+type Group []Fault
+
+// Name is the group as written on the command line: a+b.
+func (g Group) Name() string {
+	names := make([]string, len(g))
+	for i, f := range g {
+		names[i] = f.Name
+	}
+	return strings.Join(names, "+")
+}
+
+// Lookup parses a nemesis list: comma-separated groups, each one fault or
+// several joined by "+" to be injected together. "none" alone means no
+// faults.
+func Lookup(list string) ([]Group, error) {
+	if strings.TrimSpace(list) == None {
+		return nil, nil
+	}
+	var out []Group
+	for _, item := range strings.Split(list, ",") {
+		var g Group
+		for _, name := range strings.Split(item, "+") {
+			name = strings.TrimSpace(name)
+			if name == None {
 				return nil, fmt.Errorf("nemesis %q: \"none\" cannot be combined with faults", list)
 			}
-			return nil, nil
+			f, ok := find(name)
+			if !ok {
+				return nil, fmt.Errorf("unknown nemesis %q (valid: %s; join faults with + to inject them together)", name, strings.Join(Names(), ", "))
+			}
+			g = append(g, f)
 		}
-		f, ok := find(name)
-		if !ok {
-			return nil, fmt.Errorf("unknown nemesis %q (valid: %s)", name, strings.Join(Names(), ", "))
-		}
-		out = append(out, f)
+		out = append(out, g)
 	}
 	return out, nil
 }
 
 // Check reports whether every fault applies to the topology, naming the
 // ones that do not and where they would.
-func Check(faults []Fault, topology string) error {
+func Check(groups []Group, topology string) error {
+	var faults []Fault
+	for _, g := range groups {
+		faults = append(faults, g...)
+	}
 	for _, f := range faults {
 		if len(f.Topologies) == 0 {
 			continue

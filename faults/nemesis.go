@@ -2,7 +2,9 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"math/rand"
+	"sync"
 	"time"
 )
 
@@ -11,7 +13,7 @@ import (
 // same seed gives the same sequence of choices; the history records when
 // each fault actually started and ended.
 type Schedule struct {
-	Faults []Fault
+	Groups []Group
 	Seed   int64
 	// Gap bounds the quiet time before each fault.
 	MinGap, MaxGap time.Duration
@@ -20,7 +22,7 @@ type Schedule struct {
 // Run injects faults until ctx ends and returns the first error a fault
 // reported. Every fault heals before Run returns.
 func (s Schedule) Run(ctx context.Context, env *Env) error {
-	if len(s.Faults) == 0 {
+	if len(s.Groups) == 0 {
 		<-ctx.Done()
 		return nil
 	}
@@ -29,14 +31,25 @@ func (s Schedule) Run(ctx context.Context, env *Env) error {
 		if !sleep(ctx, between(rng, s.MinGap, s.MaxGap)) {
 			return nil
 		}
-		f := s.Faults[rng.Intn(len(s.Faults))]
+		g := s.Groups[rng.Intn(len(s.Groups))]
 		// Each fault gets its own generator so that what it draws does not
 		// shift the schedule's later choices.
-		if err := f.Run(ctx, env, rand.New(rand.NewSource(rng.Int63()))); err != nil && ctx.Err() == nil {
-			return err
+		errs := make([]error, len(g))
+		var wg sync.WaitGroup
+		for i, f := range g {
+			frng := rand.New(rand.NewSource(rng.Int63()))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = f.Run(ctx, env, frng)
+			}()
 		}
+		wg.Wait()
 		if ctx.Err() != nil {
 			return nil
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
 		}
 	}
 }

@@ -36,15 +36,19 @@ var pauseNode = Fault{
 // the node's persistence: without it the lock is forgotten.
 var killNode = Fault{
 	Name:    "kill-node",
-	Summary: "SIGKILL a node just after a grant; restart it 0-100ms later",
+	Summary: "SIGKILL a node just after a grant; restart it 0-100ms (or --restart-delay) later",
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
 		n := someNode(env, rng)
-		delay := between(rng, 0, 100*time.Millisecond)
-		wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
-		holder, err := env.Clients.AwaitGrant(wctx)
-		cancel()
+		delay := env.RestartDelay
+		if delay == 0 {
+			delay = between(rng, 0, 100*time.Millisecond)
+		}
+		holder, err := awaitHolder(ctx, env)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if err == nil {
+			n = holdersNode(env, holder, n)
 		}
 		detail := "no grant seen"
 		if err == nil {
@@ -60,4 +64,18 @@ var killNode = Fault{
 		end("restarted")
 		return err
 	},
+}
+
+// awaitHolder waits (at most 3 TTLs) for the next grant and returns its
+// client. In a redlock topology it first lets one TTL pass, so that keys
+// granted before a concurrent partition have expired on the nodes the
+// holder can no longer reach, and the grant it waits for is the first one
+// the partition shapes.
+func awaitHolder(ctx context.Context, env *Env) (int, error) {
+	if env.Cluster.Topology == "redlock" && !sleep(ctx, env.TTL) {
+		return 0, ctx.Err()
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
+	defer cancel()
+	return env.Clients.AwaitGrant(wctx)
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // Recipes is the registry: every recipe the harness can test.
-var Recipes = []Recipe{naive, del, cad, renew, fenced, wait}
+var Recipes = []Recipe{naive, del, cad, renew, fenced, wait, redlock}
 
 // Recipe names a lock implementation and builds it.
 type Recipe struct {
@@ -28,7 +28,22 @@ type Recipe struct {
 	// reaches them. A client killed at one of them shows what a crash there
 	// leaves behind.
 	Points []string
-	New    func(Config) Locker
+	// Topologies the recipe works on; empty means single and sentinel.
+	Topologies []string
+	New        func(Config) Locker
+}
+
+// Supports reports whether the recipe runs on the topology.
+func (r Recipe) Supports(topology string) bool {
+	if len(r.Topologies) == 0 {
+		return topology == "single" || topology == "sentinel"
+	}
+	for _, t := range r.Topologies {
+		if t == topology {
+			return true
+		}
+	}
+	return false
 }
 
 // Lookup returns the recipe with the name, or an error listing the valid ones.
@@ -76,7 +91,11 @@ type Locker interface {
 
 // Config is what a recipe needs from its worker.
 type Config struct {
+	// Client is the lock service for single-instance recipes: the first
+	// (often the only) node.
 	Client *redis.Client
+	// Nodes are every independent node, for multi-node recipes (Redlock).
+	Nodes []*redis.Client
 	// OpTimeout bounds each Redis command.
 	OpTimeout time.Duration
 	// Pause is called at each named pause point; the worker freezes there
@@ -115,7 +134,7 @@ var (
 // effect (fail), as opposed to an unknown outcome (info) such as a timeout
 // or a broken connection, after which the command may still have run.
 func Definite(err error) bool {
-	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrNotHeld) {
+	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNoQuorum) {
 		return true
 	}
 	var re redis.Error
@@ -138,10 +157,12 @@ func command[T any](ctx context.Context, timeout time.Duration, fn func(context.
 	return fn(cctx)
 }
 
-// Target is where a client finds the lock service: one address, or a
-// sentinel-monitored primary.
+// Target is where a client finds the lock service: one address, several
+// independent nodes (Redlock), or a sentinel-monitored primary.
 type Target struct {
 	Addr string
+	// Addrs are independent nodes, each reached through its own address.
+	Addrs []string
 	// Master and Sentinels select go-redis's failover client.
 	Master    string
 	Sentinels []string
@@ -149,6 +170,19 @@ type Target struct {
 	// to this client's own proxy for that node, so each client can be cut
 	// off from one node alone.
 	Dial map[string]string
+}
+
+// NewClients makes one client per independent node of the target, or the
+// one client of a single node or a sentinel-monitored primary.
+func NewClients(t Target, opTimeout time.Duration) []*redis.Client {
+	if len(t.Addrs) == 0 {
+		return []*redis.Client{NewClient(t, opTimeout)}
+	}
+	var out []*redis.Client
+	for _, addr := range t.Addrs {
+		out = append(out, NewClient(Target{Addr: addr, Dial: t.Dial}, opTimeout))
+	}
+	return out
 }
 
 // NewClient is the go-redis client every recipe runs on: no retries (a

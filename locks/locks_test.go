@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockharness/lockharness/cluster"
 )
 
@@ -30,7 +32,7 @@ func newLocker(t *testing.T, name string) (Locker, *[]string, *[]Op) {
 	t.Cleanup(func() { client.Close() })
 	var mu sync.Mutex
 	points, ops := &[]string{}, &[]Op{}
-	l := r.New(Config{Client: client, OpTimeout: time.Second,
+	l := r.New(Config{Client: client, Nodes: []*redis.Client{client}, OpTimeout: time.Second,
 		Pause:   func(p string) { *points = append(*points, p) },
 		Observe: func(op Op) { mu.Lock(); *ops = append(*ops, op); mu.Unlock() }})
 	t.Cleanup(l.Close)
@@ -49,11 +51,17 @@ func TestEveryRecipeExcludesAndReleases(t *testing.T) {
 			if err != nil {
 				t.Fatalf("first acquire: %v", err)
 			}
-			if a.Valid != 2*time.Second || a.Token != "A" {
+			// Redlock's validity is what is left of the TTL, and its refusal
+			// is "no quorum", never "busy" (see ErrNoQuorum).
+			busy, valid := ErrBusy, a.Valid == 2*time.Second
+			if name == "redlock" {
+				busy, valid = ErrNoQuorum, a.Valid > time.Second && a.Valid < 2*time.Second
+			}
+			if !valid || a.Token != "A" {
 				t.Errorf("lease %+v", a)
 			}
-			if _, err := l.Acquire(ctx, "k", "B", 2*time.Second); !errors.Is(err, ErrBusy) {
-				t.Fatalf("second acquire while held: %v, want ErrBusy", err)
+			if _, err := l.Acquire(ctx, "k", "B", 2*time.Second); !errors.Is(err, busy) {
+				t.Fatalf("second acquire while held: %v, want %v", err, busy)
 			}
 			if err := l.Release(ctx, a); err != nil {
 				t.Fatalf("release: %v", err)
@@ -195,5 +203,44 @@ func TestWaitNeedsAReplica(t *testing.T) {
 			t.Fatalf("with a replica attached: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Redlock needs a majority of independent nodes, and only a majority.
+func TestRedlockQuorum(t *testing.T) {
+	ctx := context.Background()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed; run `make setup`")
+	}
+	var nodes []*cluster.LocalNode
+	var clients []*redis.Client
+	for i := 0; i < 3; i++ {
+		n, err := cluster.StartLocal(ctx, "n", t.TempDir(), cluster.PersistNone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Stop() })
+		c := NewClient(Target{Addr: n.Addr()}, 200*time.Millisecond)
+		t.Cleanup(func() { c.Close() })
+		nodes, clients = append(nodes, n), append(clients, c)
+	}
+	l := redlock.New(Config{Client: clients[0], Nodes: clients, OpTimeout: 200 * time.Millisecond})
+	nodes[0].Kill()
+	lease, err := l.Acquire(ctx, "k", "A", 2*time.Second)
+	if err != nil {
+		t.Fatalf("2 of 3 nodes up: %v", err)
+	}
+	if lease.Valid <= 0 || lease.Valid >= 2*time.Second {
+		t.Errorf("validity %v, want below the TTL", lease.Valid)
+	}
+	if _, err := l.Acquire(ctx, "k", "B", 2*time.Second); !errors.Is(err, ErrNoQuorum) || strings.Contains(err.Error(), "busy") {
+		t.Fatalf("second acquire: %v, want no quorum (and never \"busy\")", err)
+	}
+	if err := l.Release(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	nodes[1].Kill()
+	if _, err := l.Acquire(ctx, "k", "C", 2*time.Second); !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("1 of 3 nodes up: %v, want no quorum", err)
 	}
 }

@@ -76,6 +76,15 @@ func entrySpec(topology, lock, nemesis string, ttl, hold, limit time.Duration) S
 
 func withPersistence(s Spec, p string) Spec { s.Persistence = p; return s }
 
+// redlockSpec is a Redlock scenario: five nodes and two clients whose ring
+// majorities (when partitioned) share exactly one node, n3, the way the
+// published attacks draw it.
+func redlockSpec(nemesis string, restartDelay time.Duration) Spec {
+	s := entrySpec("redlock", "redlock", nemesis, 3*sec, sec, 10*sec)
+	s.Clients, s.Nodes, s.RestartDelay = 2, 5, Duration(restartDelay)
+	return s
+}
+
 const sec = time.Second
 
 // Catalog is every named scenario. It is what must never regress.
@@ -96,12 +105,26 @@ var Catalog = []Entry{
 		Spec: entrySpec("single", "cad", "kill-node", 2*sec, 300*time.Millisecond, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "restart-aof-always", Source: "Redis persistence docs", Story: "as restart-no-persist, with appendonly yes and appendfsync always",
 		Spec: withPersistence(entrySpec("single", "cad", "kill-node", 2*sec, 300*time.Millisecond, 8*sec), "aof-always"), Expect: Expect{}},
+	{Name: "clock-jump-single", Source: "Kleppmann 2016 (S8)", Story: "a client holds; the node's wall clock jumps forward past the TTL; another acquires",
+		Spec: entrySpec("single", "cad", "clock-jump", 2*sec, 500*time.Millisecond, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "failover-double-grant", Source: "Redis Sentinel docs; Jepsen Redis 2013 (S6)", Story: "a second before the holder releases, the primary is cut off from its replicas, the sentinels and some clients; the release and the next grant happen on it, unreplicated; the sentinels promote a replica that never saw the key; a client acquires there while the first still holds",
 		Spec: entrySpec("sentinel", "cad", "partition-primary", 5*sec, 4*sec, 12*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "split-brain", Source: "Jepsen Redis 2013 (S7)", Story: "the primary and some clients are partitioned from the majority; both sides grant the lock until the partition heals and the old primary is demoted",
 		Spec: entrySpec("sentinel", "cad", "split-brain", sec, 300*time.Millisecond, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "failover-wait", Source: "Redis WAIT docs", Story: "as failover-double-grant, with WAIT 1 after each grant; unacknowledged grants are released unused",
 		Spec: entrySpec("sentinel", "wait", "partition-primary", 5*sec, 4*sec, 12*sec), Expect: Expect{Unsafe: true}, Compare: "failover-double-grant"},
+	{Name: "redlock-clean", Source: "Redis distributed-lock page", Story: "Redlock over five nodes, no faults",
+		Spec: redlockSpec("none", 0), Expect: Expect{}},
+	{Name: "redlock-partition-minority", Source: "Redis distributed-lock page", Story: "two of the five nodes are unreachable for some clients; a majority still decides",
+		Spec: redlockSpec("partition-minority", 0), Expect: Expect{}},
+	{Name: "redlock-clock-jump", Source: "Kleppmann 2016 (S3)", Story: "A locks n1-n3 (n4, n5 unreachable for A); n3's clock jumps past the TTL; B locks n3-n5 (n1, n2 unreachable for B)",
+		Spec: redlockSpec("partition-majorities+clock-jump", 0), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+	{Name: "redlock-restart", Source: "Kleppmann 2016 (S4)", Story: "A locks n1-n3; n3 restarts without persistence; B locks n3-n5",
+		Spec: redlockSpec("partition-majorities+kill-node", 0), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+	{Name: "redlock-delayed-restart", Source: "antirez 2016; Redis distributed-lock page", Story: "as redlock-restart, but n3 stays down longer than the TTL, as the page advises",
+		Spec: redlockSpec("partition-majorities+kill-node", 4*sec), Expect: Expect{}},
+	{Name: "redlock-acquire-pause", Source: "Kleppmann 2016 (S5); antirez 2016", Story: "A freezes while its acquire replies are in flight, past the TTL; a correct validity computation rejects the late grant",
+		Spec: redlockSpec("pause-acquire", 0), Expect: Expect{}},
 }
 
 // Lookup finds a catalog entry by name, or lists the valid names.

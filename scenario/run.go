@@ -112,13 +112,14 @@ func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 }
 
 // drive runs the topology, workload and nemesis, and always stops them.
-func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nemesis []faults.Fault,
+func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nemesis []faults.Group,
 	dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any)) error {
 	logf("starting %s topology (%s backend) in %s", spec.Topology, spec.Backend, dir)
 	net := faults.NewNetwork()
 	defer net.Close()
 	cl, err := cluster.Start(ctx, cluster.Spec{Topology: spec.Topology, Backend: spec.Backend,
-		Persistence: spec.Persistence, Dir: filepath.Join(dir, "nodes"), Link: net.Proxy})
+		Persistence: spec.Persistence, Dir: filepath.Join(dir, "nodes"), Link: net.Proxy, Nodes: spec.Nodes,
+		Clock: faults.NeedsClock(nemesis)})
 	if err != nil {
 		return err
 	}
@@ -158,14 +159,14 @@ func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nem
 	logf("%d clients running %s against %s for %v, nemesis %s", spec.Clients, spec.Lock, spec.Key, spec.TimeLimit, spec.Nemesis)
 
 	env := &faults.Env{Cluster: cl, Net: net, Clients: work, Rec: rec, NumClients: spec.Clients,
-		ClientLinks: clientLinks, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Log: logf,
+		ClientLinks: clientLinks, TTL: spec.TTL.D(), Hold: spec.Hold.D(), RestartDelay: spec.RestartDelay.D(), Log: logf,
 		ClientLink: func(slot int, node string) *faults.Link { return net.Get(clientLink(slot, node)) }}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	faults.WatchRoles(watchCtx, cl, rec, logf)
 	nctx, cancel := context.WithTimeout(ctx, spec.TimeLimit.D())
 	defer cancel()
-	sched := faults.Schedule{Faults: nemesis, Seed: spec.Seed, MinGap: min(spec.TTL.D()/2, time.Second), MaxGap: min(spec.TTL.D(), 2*time.Second)}
+	sched := faults.Schedule{Groups: nemesis, Seed: spec.Seed, MinGap: min(spec.TTL.D()/2, time.Second), MaxGap: min(spec.TTL.D(), 2*time.Second)}
 	nemesisErr := sched.Run(nctx, env)
 	<-nctx.Done()
 
@@ -199,7 +200,14 @@ func clientLink(slot int, node string) string { return fmt.Sprintf("c%d-%s", slo
 // every node's internal address mapped to the slot's link to that node.
 func workerTarget(cl *cluster.Cluster, net *faults.Network, slot int) []string {
 	link := func(node string) string { return net.Get(clientLink(slot, node)).Addr() }
-	if len(cl.Sentinels) == 0 {
+	switch {
+	case cl.Topology == "redlock":
+		var addrs []string
+		for _, n := range cl.Nodes {
+			addrs = append(addrs, link(n.Name()))
+		}
+		return []string{"--addrs", strings.Join(addrs, ",")}
+	case len(cl.Sentinels) == 0:
 		return []string{"--addr", link(cl.Nodes[0].Name())}
 	}
 	var sentinels, dial []string

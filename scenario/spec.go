@@ -21,20 +21,24 @@ var Workloads = []string{"mutex"}
 // Spec is everything that defines a run. The same spec and seed make the
 // same choices.
 type Spec struct {
-	Name        string   `json:"name"`
-	Topology    string   `json:"topology"`
-	Backend     string   `json:"backend"`
-	Lock        string   `json:"lock"`
-	Workload    string   `json:"workload"`
-	Nemesis     string   `json:"nemesis"`
-	Clients     int      `json:"clients"`
-	TTL         Duration `json:"ttl"`
-	Hold        Duration `json:"hold"`
-	TimeLimit   Duration `json:"time_limit"`
-	OpTimeout   Duration `json:"op_timeout"`
-	Persistence string   `json:"persistence"`
-	Seed        int64    `json:"seed"`
-	Key         string   `json:"key"`
+	Name     string `json:"name"`
+	Topology string `json:"topology"`
+	Backend  string `json:"backend"`
+	Lock     string `json:"lock"`
+	Workload string `json:"workload"`
+	Nemesis  string `json:"nemesis"`
+	Clients  int    `json:"clients"`
+	// Nodes is the number of independent nodes of a redlock topology.
+	Nodes int `json:"nodes,omitempty"`
+	// RestartDelay is how long kill-node keeps a node down (0: 0-100 ms).
+	RestartDelay Duration `json:"restart_delay,omitempty"`
+	TTL          Duration `json:"ttl"`
+	Hold         Duration `json:"hold"`
+	TimeLimit    Duration `json:"time_limit"`
+	OpTimeout    Duration `json:"op_timeout"`
+	Persistence  string   `json:"persistence"`
+	Seed         int64    `json:"seed"`
+	Key          string   `json:"key"`
 }
 
 // Defaults is the spec `harness run` starts from.
@@ -49,7 +53,7 @@ func Defaults() Spec {
 
 // DefaultName names a run after what it tests.
 func (s Spec) DefaultName() string {
-	return fmt.Sprintf("%s-%s-%s", s.Topology, s.Lock, strings.ReplaceAll(s.Nemesis, ",", "+"))
+	return fmt.Sprintf("%s-%s-%s", s.Topology, s.Lock, strings.ReplaceAll(s.Nemesis, ",", "_"))
 }
 
 // Validate reports every problem with the spec, each naming the bad value
@@ -57,8 +61,13 @@ func (s Spec) DefaultName() string {
 func (s Spec) Validate() error {
 	var errs []error
 	errs = append(errs, cluster.Spec{Topology: s.Topology, Backend: s.Backend, Persistence: s.Persistence}.Validate())
-	if _, err := locks.Lookup(s.Lock); err != nil {
+	if r, err := locks.Lookup(s.Lock); err != nil {
 		errs = append(errs, err)
+	} else if !r.Supports(s.Topology) {
+		errs = append(errs, fmt.Errorf("lock %s does not run on topology %s", s.Lock, s.Topology))
+	}
+	if s.Topology == "redlock" && s.Nodes != 0 && s.Nodes < 3 {
+		errs = append(errs, fmt.Errorf("a redlock topology needs at least 3 nodes, got %d", s.Nodes))
 	}
 	if fs, err := faults.Lookup(s.Nemesis); err != nil {
 		errs = append(errs, err)
@@ -97,8 +106,15 @@ func (s Spec) Line() string {
 
 // Command is the `harness run` command line that repeats this run exactly.
 func (s Spec) Command() string {
-	return fmt.Sprintf("harness run --topology %s --lock %s --nemesis %s --clients %d --ttl %v --hold %v --time-limit %v --op-timeout %v --persistence %s --seed %d --name %s",
-		s.Topology, s.Lock, s.Nemesis, s.Clients, s.TTL, s.Hold, s.TimeLimit, s.OpTimeout, s.Persistence, s.Seed, s.Name)
+	extra := ""
+	if s.Nodes != 0 {
+		extra += fmt.Sprintf(" --nodes %d", s.Nodes)
+	}
+	if s.RestartDelay != 0 {
+		extra += fmt.Sprintf(" --restart-delay %v", s.RestartDelay)
+	}
+	return fmt.Sprintf("harness run --topology %s --lock %s --nemesis %s --clients %d --ttl %v --hold %v --time-limit %v --op-timeout %v --persistence %s%s --seed %d --name %s",
+		s.Topology, s.Lock, s.Nemesis, s.Clients, s.TTL, s.Hold, s.TimeLimit, s.OpTimeout, s.Persistence, extra, s.Seed, s.Name)
 }
 
 // Duration is a time.Duration written as "1.5s" in JSON.

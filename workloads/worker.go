@@ -40,11 +40,16 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 	if err != nil {
 		return err
 	}
-	client := locks.NewClient(cfg.Target, cfg.OpTimeout)
-	defer client.Close()
+	clients := locks.NewClients(cfg.Target, cfg.OpTimeout)
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
 	w := &worker{out: json.NewEncoder(out), leases: map[string]locks.Lease{}}
 	w.locker = recipe.New(locks.Config{
-		Client:    client,
+		Client:    clients[0],
+		Nodes:     clients,
 		OpTimeout: cfg.OpTimeout,
 		Pause:     w.pausePoint,
 		Observe:   w.observe,

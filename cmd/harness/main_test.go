@@ -11,9 +11,9 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--lock", "nosuch"}, `unknown lock "nosuch" (valid: cad, del, fenced, naive, renew, wait)`},
-		{[]string{"run", "--nemesis", "nosuch"}, `unknown nemesis "nosuch" (valid: failover, kill-client, kill-node, kill-primary, latency, none, partition, partition-primary, pause-client, pause-node, pause-primary, replication-lag, split-brain)`},
-		{[]string{"run", "--topology", "ring"}, `unknown topology "ring" (valid: single, sentinel)`},
+		{[]string{"run", "--lock", "nosuch"}, `unknown lock "nosuch" (valid: cad, del, fenced, naive, redlock, renew, wait)`},
+		{[]string{"run", "--nemesis", "nosuch"}, `unknown nemesis "nosuch" (valid: clock-jump, clock-strobe, failover, kill-client, kill-node`},
+		{[]string{"run", "--topology", "ring"}, `unknown topology "ring" (valid: single, sentinel, redlock)`},
 		{[]string{"run", "--persistence", "rdb"}, `unknown persistence "rdb" (valid: none, aof-always)`},
 		{[]string{"run", "--ttl", "soon"}, `"soon" is not a duration`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, check, report, serve, help)`},

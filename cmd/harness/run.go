@@ -26,6 +26,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&spec.Nemesis, "nemesis", spec.Nemesis, "comma-separated faults: "+strings.Join(faults.Names(), ", "))
 	fs.StringVar(&spec.Workload, "workload", spec.Workload, "what clients do: "+strings.Join(scenario.Workloads, ", "))
 	fs.IntVar(&spec.Clients, "clients", spec.Clients, "number of concurrent lock clients")
+	fs.IntVar(&spec.Nodes, "nodes", 0, "independent nodes of a redlock topology (default 5)")
+	durationVar(fs, &spec.RestartDelay, "restart-delay", "how long kill-node keeps a node down (default 0-100ms, drawn from the seed)")
 	durationVar(fs, &spec.TimeLimit, "time-limit", "how long clients run under faults")
 	durationVar(fs, &spec.TTL, "ttl", "lock lease time")
 	durationVar(fs, &spec.Hold, "hold", "how long a client holds the lock after its write")

@@ -25,11 +25,15 @@ func cmdWorker(args []string, _, stderr io.Writer) int {
 	fs.StringVar(&cfg.Target.Addr, "addr", "", "host:port of the lock service (the client's proxy)")
 	fs.StringVar(&cfg.Target.Master, "master", "", "sentinel master name (instead of --addr)")
 	sentinels := fs.String("sentinels", "", "comma-separated sentinel addresses, with --master")
+	addrs := fs.String("addrs", "", "comma-separated addresses of independent nodes (Redlock), instead of --addr")
 	dial := fs.String("map", "", "comma-separated ANNOUNCED=LOCAL address pairs: dial LOCAL when a server names ANNOUNCED")
 	fs.StringVar(&cfg.Lock, "lock", "cad", "lock recipe")
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 500*time.Millisecond, "timeout of each Redis command")
 	if err := fs.Parse(args); err != nil {
 		return exitHarness
+	}
+	if *addrs != "" {
+		cfg.Target.Addrs = strings.Split(*addrs, ",")
 	}
 	if *sentinels != "" {
 		cfg.Target.Sentinels = strings.Split(*sentinels, ",")

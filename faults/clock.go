@@ -1,0 +1,130 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+// Clock faults move a node's wall clock through the clock shim
+// (internal/clockshim), which the nodes must have been started with
+// (cluster.Spec.Clock). Redis stores a key's expiry as an absolute wall-clock
+// time, so a clock moved forward expires leases early, and a clock moved back
+// keeps alive the leases written while it was ahead.
+
+// NeedsClock reports whether any of the faults moves clocks, so that the
+// cluster must be started with cluster.Spec.Clock.
+func NeedsClock(groups []Group) bool {
+	for _, g := range groups {
+		for _, f := range g {
+			if f.Name == clockJump.Name || f.Name == clockStrobe.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// clockTarget is the node a clock fault moves: the holder's node (see
+// holdersNode) when a grant was seen, else a random node.
+func clockTarget(env *Env, rng *rand.Rand, holder int) cluster.Node {
+	drawn := someNode(env, rng)
+	if holder < 0 {
+		return drawn
+	}
+	return holdersNode(env, holder, drawn)
+}
+
+// setClock moves n's clock, explaining a node started without the shim.
+func setClock(fault string, n cluster.Node, d time.Duration) error {
+	if err := n.SetClockOffset(d); err != nil {
+		return fmt.Errorf("%s: %w (clock faults need the nodes started under the clock shim: cluster.Spec.Clock)", fault, err)
+	}
+	return nil
+}
+
+// signed formats an offset with its sign: +4s, -4s, +0s.
+func signed(d time.Duration) string {
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
+
+// clockJump moves a node's clock forward by two TTLs right after a grant, so
+// that the lease just taken expires on that node at once and another client
+// can take it there while the holder still believes it holds it. Moving the
+// clock back afterwards is a fault in its own right: leases written while
+// the clock was ahead expire two TTLs late.
+var clockJump = Fault{
+	Name:    "clock-jump",
+	Summary: "just after a grant, move a node's clock 2 TTLs forward; move it back 1-2 TTLs later",
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		hold := between(rng, env.TTL, 2*env.TTL)
+		jump := 2 * env.TTL
+		holder, err := awaitHolder(ctx, env)
+		if ctx.Err() != nil {
+			return nil
+		}
+		detail := "no grant seen"
+		if err == nil {
+			detail = fmt.Sprintf("client %d just acquired", holder)
+		} else {
+			holder = -1
+		}
+		n := clockTarget(env, rng, holder)
+		prev := n.ClockOffset()
+		if err := setClock("clock-jump", n, prev+jump); err != nil {
+			return err
+		}
+		end := env.Begin("clock-jump", n.Name(), signed(jump)+"; "+detail)
+		sleep(ctx, hold)
+		// Move back even when the run is ending: the final checks need true time.
+		err = setClock("clock-jump", n, prev)
+		end(fmt.Sprintf("back to %s after %s: a %s jump, leases written meanwhile expire %s late", signed(prev), hold, signed(-jump), jump))
+		return err
+	},
+}
+
+// clockStrobe flips a node's clock between one TTL ahead and true time every
+// quarter TTL, so that its leases expire early and late in turn.
+var clockStrobe = Fault{
+	Name:    "clock-strobe",
+	Summary: "flip a node's clock between +1 TTL and +0 every TTL/4 for 1-2 TTLs",
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		n := someNode(env, rng)
+		dur := between(rng, env.TTL, 2*env.TTL)
+		period := max(env.TTL/4, time.Millisecond)
+		prev := n.ClockOffset()
+		if err := setClock("clock-strobe", n, prev+env.TTL); err != nil {
+			return err
+		}
+		end := env.Begin("clock-strobe", n.Name(), fmt.Sprintf("between %s and %s every %s for %s", signed(prev+env.TTL), signed(prev), period, dur))
+		deadline := time.Now().Add(dur)
+		ahead, jumps := true, 1
+		var err error
+		for err == nil {
+			left := time.Until(deadline)
+			if left <= 0 || !sleep(ctx, min(period, left)) || time.Until(deadline) <= 0 {
+				break
+			}
+			ahead = !ahead
+			off := prev
+			if ahead {
+				off += env.TTL
+			}
+			err = setClock("clock-strobe", n, off)
+			jumps++
+		}
+		if ahead {
+			jumps++ // the way back
+		}
+		herr := setClock("clock-strobe", n, prev)
+		end(fmt.Sprintf("%d jumps; back to %s", jumps, signed(prev)))
+		return errors.Join(err, herr)
+	},
+}

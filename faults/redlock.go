@@ -1,0 +1,134 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+// Reachability faults for Redlock: each client sees only some of the
+// independent nodes.
+
+var onlyRedlock = []string{"redlock"}
+
+// majority is client slot's majority of the nodes in the majorities ring:
+// quorum consecutive nodes starting at slot*(quorum-1), so that the
+// majorities of neighbouring slots share exactly one node (with 5 nodes:
+// n1-n3, n3-n5, n5-n2, ...), and no two slots below N share a majority.
+func majority(env *Env, slot int) []cluster.Node {
+	nodes := env.Cluster.Nodes
+	q := env.Cluster.Quorum()
+	var out []cluster.Node
+	for k := 0; k < q; k++ {
+		out = append(out, nodes[(slot*(q-1)+k)%len(nodes)])
+	}
+	return out
+}
+
+// holdersNode is the node a fault on a lock holder should hit. In a
+// redlock topology it is the node the holder's majority shares with the
+// client whose majority overlaps it least: take that node away from the
+// holder (restart it empty, jump its clock) and the other client has a
+// whole majority to itself. Elsewhere it is the node drawn already.
+func holdersNode(env *Env, holder int, drawn cluster.Node) cluster.Node {
+	if env.Cluster.Topology != "redlock" {
+		return drawn
+	}
+	mine := map[string]bool{}
+	for _, n := range majority(env, holder) {
+		mine[n.Name()] = true
+	}
+	var best []cluster.Node
+	for slot := 0; slot < env.NumClients; slot++ {
+		if slot == holder {
+			continue
+		}
+		var shared []cluster.Node
+		for _, n := range majority(env, slot) {
+			if mine[n.Name()] {
+				shared = append(shared, n)
+			}
+		}
+		if len(shared) > 0 && (best == nil || len(shared) < len(best)) {
+			best = shared
+		}
+	}
+	if best == nil {
+		return drawn
+	}
+	return best[0]
+}
+
+// partitionMajorities gives every client a different majority of the
+// nodes, as Jepsen's majorities ring does, arranged so that neighbouring
+// clients share exactly one node.
+var partitionMajorities = Fault{
+	Name:       "partition-majorities",
+	Summary:    "redlock: each client reaches only its own ring majority of the nodes, for 2-4 TTLs",
+	Topologies: onlyRedlock,
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		hold := between(rng, 2*env.TTL, 4*env.TTL)
+		var links []*Link
+		var views []string
+		for slot := 0; slot < env.NumClients; slot++ {
+			sees := map[string]bool{}
+			var names []string
+			for _, n := range majority(env, slot) {
+				sees[n.Name()] = true
+				names = append(names, n.Name())
+			}
+			views = append(views, fmt.Sprintf("client %d sees %s", slot, strings.Join(names, ",")))
+			for _, n := range env.Cluster.Nodes {
+				if !sees[n.Name()] {
+					links = append(links, env.ClientLink(slot, n.Name()))
+				}
+			}
+		}
+		return blackholeFor(ctx, env, "partition-majorities", "all clients", strings.Join(views, "; "), links, hold)
+	},
+}
+
+// partitionMinority cuts some clients off from a minority of the nodes; a
+// majority still decides.
+var partitionMinority = Fault{
+	Name:       "partition-minority",
+	Summary:    "redlock: some clients lose a minority of the nodes for 1-2 TTLs",
+	Topologies: onlyRedlock,
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		slots := someClients(rng, env.NumClients)
+		nodes := env.Cluster.Nodes
+		lost := rng.Perm(len(nodes))[:len(nodes)-env.Cluster.Quorum()]
+		sortInts(lost)
+		var names []string
+		for _, i := range lost {
+			names = append(names, nodes[i].Name())
+		}
+		var links []*Link
+		for _, slot := range slots {
+			for _, i := range lost {
+				links = append(links, env.ClientLink(slot, nodes[i].Name()))
+			}
+		}
+		hold := between(rng, env.TTL, 2*env.TTL)
+		return blackholeFor(ctx, env, "partition-minority", clientTarget(slots), "cut from "+strings.Join(names, ","), links, hold)
+	},
+}
+
+// blackholeFor cuts links, records the window, and heals after hold.
+func blackholeFor(ctx context.Context, env *Env, fault, target, detail string, links []*Link, hold time.Duration) error {
+	defer healAll(links)
+	for _, l := range links {
+		if err := l.Blackhole(); err != nil {
+			return err
+		}
+	}
+	end := env.Begin(fault, target, detail+", for "+hold.String())
+	sleep(ctx, hold)
+	healAll(links)
+	end("healed")
+	return nil
+}

@@ -1,0 +1,159 @@
+package clockshim
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWriteReadOffset(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clock.offset")
+	if _, err := ReadOffset(path); err == nil {
+		t.Fatal("ReadOffset of a missing file succeeded")
+	}
+	for _, d := range []time.Duration{0, 4 * time.Second, -200 * time.Second, 1500 * time.Millisecond, time.Nanosecond} {
+		if err := WriteOffset(path, d); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadOffset(path)
+		if err != nil || got != d {
+			t.Fatalf("ReadOffset after WriteOffset(%v) = %v, %v", d, got, err)
+		}
+		if st, err := os.Stat(path); err != nil || st.Size() != offsetSize {
+			t.Fatalf("offset file: %v, %v; want %d bytes", st, err, offsetSize)
+		}
+	}
+}
+
+func TestWriteOffsetKeepsTheInode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clock.offset")
+	WriteOffset(path, 0)
+	before, _ := os.Stat(path)
+	WriteOffset(path, time.Hour)
+	after, _ := os.Stat(path)
+	if !os.SameFile(before, after) {
+		t.Fatal("WriteOffset replaced the file; a mapped shim would not see the change")
+	}
+}
+
+func TestShortFileIsAnError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clock.offset")
+	os.WriteFile(path, []byte{1, 2, 3}, 0o644)
+	if _, err := ReadOffset(path); err == nil {
+		t.Fatal("ReadOffset of a 3-byte file succeeded")
+	}
+	if err := WriteOffset(path, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := ReadOffset(path); err != nil || d != time.Second {
+		t.Fatalf("after rewriting a short file: %v, %v", d, err)
+	}
+}
+
+func build(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	lib, err := Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lib
+}
+
+// epoch runs date under the shim and returns the seconds it printed.
+func epoch(t *testing.T, env ...string) int64 {
+	t.Helper()
+	cmd := exec.Command("date", "+%s")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestShimMovesTheWallClock(t *testing.T) {
+	lib := build(t)
+	file := filepath.Join(t.TempDir(), "clock.offset")
+	for _, d := range []time.Duration{time.Hour, -time.Hour, 0} {
+		if err := WriteOffset(file, d); err != nil {
+			t.Fatal(err)
+		}
+		got := epoch(t, Env(lib, file)...) - time.Now().Unix()
+		if want := int64(d / time.Second); got < want-2 || got > want+2 {
+			t.Errorf("offset %v: date is %+ds off, want %+d", d, got, want)
+		}
+	}
+	// Without the file, or with a missing one, the clock is not moved.
+	for _, env := range [][]string{{"LD_PRELOAD=" + lib}, Env(lib, filepath.Join(t.TempDir(), "none"))} {
+		if got := epoch(t, env...) - time.Now().Unix(); got < -2 || got > 2 {
+			t.Errorf("%v: date is %+ds off, want 0", env, got)
+		}
+	}
+}
+
+func TestPathHonoursTheEnvironment(t *testing.T) {
+	lib := filepath.Join(t.TempDir(), LibName)
+	os.WriteFile(lib, nil, 0o644)
+	t.Setenv(EnvLibrary, lib)
+	if got, err := Path(); err != nil || got != lib {
+		t.Fatalf("Path = %q, %v; want %q", got, err, lib)
+	}
+	t.Setenv(EnvLibrary, lib+".missing")
+	if _, err := Path(); err == nil {
+		t.Fatal("Path accepted a missing library")
+	}
+	if _, err := Find(); err == nil {
+		t.Fatal("Find built a library although the environment names a missing one")
+	}
+}
+
+func TestPathFindsTheModulesBuild(t *testing.T) {
+	t.Setenv(EnvLibrary, "")
+	want, err := filepath.Abs(filepath.Join("..", "..", "bin", LibName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(want); err != nil {
+		t.Skip("no bin/libclockshim.so (run `make build`)")
+	}
+	if got, err := Path(); err != nil || got != want {
+		t.Fatalf("Path = %q, %v; want %q", got, err, want)
+	}
+}
+
+func TestFindBuildsIntoTheCacheWithoutAModuleBuild(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	t.Setenv(EnvLibrary, "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Chdir(t.TempDir())
+	if _, err := Path(); err == nil {
+		t.Skip("a module build is reachable from the test binary")
+	}
+	buildMu.Lock()
+	built = ""
+	buildMu.Unlock()
+	t.Cleanup(func() { built = "" })
+	lib, err := Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(lib, os.Getenv("XDG_CACHE_HOME")) {
+		t.Fatalf("Find = %s, want a build in the cache", lib)
+	}
+	if again, err := Find(); err != nil || again != lib {
+		t.Fatalf("second Find = %q, %v; want %q", again, err, lib)
+	}
+}
