@@ -5,7 +5,7 @@ SHIM  := bin/libclockshim.so
 SUDO  := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 PKGS  := redis-server redis-sentinel redis-tools chromium
 
-.PHONY: setup deps build test test-short lint bench repro-failover repro clean
+.PHONY: setup deps build test test-short lint bench repro-failover repro suite suite-full report serve clean
 
 ## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, then build bin/harness
 setup: deps build
@@ -57,6 +57,23 @@ repro-failover: build
 repro: build
 	@test -n "$(NAME)" || (echo "usage: make repro NAME=<scenario> [SEEDS=N]"; exit 2)
 	$(BIN) repro $(NAME) --seeds $(or $(SEEDS),5)
+
+## suite: every catalog scenario once (seed 1); the matrix report goes to store/suites/
+suite: build
+	$(BIN) suite quick
+
+## suite-full: every scenario for 5 seeds plus randomised runs
+suite-full: build
+	$(BIN) suite full
+
+## report DIR=...: regenerate a run directory's results, plots and pages
+report: build
+	@test -n "$(DIR)" || (echo "usage: make report DIR=store/<name>/<timestamp>"; exit 2)
+	$(BIN) report $(DIR)
+
+## serve: browse the store on http://127.0.0.1:8080/
+serve: build
+	$(BIN) serve --store store --addr 127.0.0.1:8080
 
 clean:
 	rm -rf bin

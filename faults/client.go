@@ -13,17 +13,23 @@ var pauseClient = Fault{
 	Name:    "pause-client",
 	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs",
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		hold := between(rng, scale(env.TTL, 1.5), 3*env.TTL)
-		slot, resume, _, err := env.Clients.Freeze(ctx, "before-write")
-		if err != nil {
-			return nil // the run ended before any client got there
-		}
-		end := env.Begin("pause-client", fmt.Sprintf("client %d", slot), "frozen before its write for "+hold.String())
-		sleep(ctx, hold)
-		err = resume()
-		end("resumed")
-		return err
+		return freezeFor(ctx, env, rng, "pause-client", "before-write")
 	},
+}
+
+// freezeFor freezes the first client to reach point for 1.5-3 TTLs and
+// records the window; a run that ends first resumes it at once.
+func freezeFor(ctx context.Context, env *Env, rng *rand.Rand, fault, point string) error {
+	hold := between(rng, scale(env.TTL, 1.5), 3*env.TTL)
+	slot, resume, _, err := env.Clients.Freeze(ctx, point)
+	if err != nil {
+		return nil // the run ended before any client got there
+	}
+	end := env.Begin(fault, fmt.Sprintf("client %d", slot), "frozen at "+point+" for "+hold.String())
+	sleep(ctx, hold)
+	err = resume()
+	end("resumed")
+	return err
 }
 
 // killClient crashes a client at its recipe's most fragile step; the
@@ -32,7 +38,7 @@ var killClient = Fault{
 	Name:    "kill-client",
 	Summary: "SIGKILL a client at its recipe's pause point (naive: between SETNX and EXPIRE)",
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		point := env.Clients.KillPoint()
+		point := env.Clients.RecipePoint()
 		slot, _, kill, err := env.Clients.Freeze(ctx, point)
 		if err != nil {
 			return nil
@@ -51,16 +57,6 @@ var pauseAcquire = Fault{
 	Name:    "pause-acquire",
 	Summary: "SIGSTOP a client inside its recipe (redlock: with acquire replies in flight) for 1.5-3 TTLs",
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		hold := between(rng, scale(env.TTL, 1.5), 3*env.TTL)
-		point := env.Clients.KillPoint()
-		slot, resume, _, err := env.Clients.Freeze(ctx, point)
-		if err != nil {
-			return nil
-		}
-		end := env.Begin("pause-acquire", fmt.Sprintf("client %d", slot), "frozen at "+point+" for "+hold.String())
-		sleep(ctx, hold)
-		err = resume()
-		end("resumed")
-		return err
+		return freezeFor(ctx, env, rng, "pause-acquire", env.Clients.RecipePoint())
 	},
 }

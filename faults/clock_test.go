@@ -20,7 +20,7 @@ type grantingClients struct{ slot int }
 func (c grantingClients) Freeze(ctx context.Context, point string) (int, func() error, func() error, error) {
 	return 0, nil, nil, errors.New("not in this test")
 }
-func (c grantingClients) KillPoint() string                             { return "" }
+func (c grantingClients) RecipePoint() string                           { return "" }
 func (c grantingClients) AwaitGrant(ctx context.Context) (int, error)   { return c.slot, nil }
 func (c grantingClients) AwaitRelease(ctx context.Context) (int, error) { return c.slot, nil }
 

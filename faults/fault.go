@@ -45,8 +45,9 @@ type Fault struct {
 type Clients interface {
 	// Freeze waits for a client to stop at the named pause point.
 	Freeze(ctx context.Context, point string) (client int, resume, kill func() error, err error)
-	// KillPoint is the pause point where a client crash hurts this recipe most.
-	KillPoint() string
+	// RecipePoint is the recipe's own pause point (naive: between SETNX and
+	// EXPIRE; redlock: with acquire replies in flight), or before-write.
+	RecipePoint() string
 	// AwaitGrant returns the slot of the next client granted the lock.
 	AwaitGrant(ctx context.Context) (int, error)
 	// AwaitRelease returns the slot of the next client that released it.

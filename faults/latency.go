@@ -13,23 +13,7 @@ var latency = Fault{
 		slots := someClients(rng, env.NumClients)
 		delay := between(rng, env.TTL/20, env.TTL/8)
 		hold := between(rng, env.TTL, 2*env.TTL)
-		links := linksOf(env, slots)
-		defer func() {
-			for _, l := range links {
-				l.Heal()
-			}
-		}()
-		for _, l := range links {
-			if err := l.Delay(delay); err != nil {
-				return err
-			}
-		}
-		end := env.Begin("latency", clientTarget(slots), delay.String()+" each way for "+hold.String())
-		sleep(ctx, hold)
-		for _, l := range links {
-			l.Heal()
-		}
-		end("healed")
-		return nil
+		slow := func(l *Link) error { return l.Delay(delay) }
+		return linksFor(ctx, env, "latency", clientTarget(slots), delay.String()+" each way", linksOf(env, slots), hold, slow)
 	},
 }

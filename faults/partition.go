@@ -14,23 +14,6 @@ var partition = Fault{
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
 		slots := someClients(rng, env.NumClients)
 		hold := between(rng, env.TTL, 2*env.TTL)
-		links := linksOf(env, slots)
-		defer func() {
-			for _, l := range links {
-				l.Heal()
-			}
-		}()
-		for _, l := range links {
-			if err := l.Blackhole(); err != nil {
-				return err
-			}
-		}
-		end := env.Begin("partition", clientTarget(slots), "for "+hold.String())
-		sleep(ctx, hold)
-		for _, l := range links {
-			l.Heal()
-		}
-		end("healed")
-		return nil
+		return blackholeFor(ctx, env, "partition", clientTarget(slots), "cut from every node", linksOf(env, slots), hold)
 	},
 }

@@ -120,9 +120,15 @@ var partitionMinority = Fault{
 
 // blackholeFor cuts links, records the window, and heals after hold.
 func blackholeFor(ctx context.Context, env *Env, fault, target, detail string, links []*Link, hold time.Duration) error {
+	return linksFor(ctx, env, fault, target, detail, links, hold, (*Link).Blackhole)
+}
+
+// linksFor applies a toxic to links, records the window, holds, and heals,
+// also when the run ends or a toxic cannot be added.
+func linksFor(ctx context.Context, env *Env, fault, target, detail string, links []*Link, hold time.Duration, apply func(*Link) error) error {
 	defer healAll(links)
 	for _, l := range links {
-		if err := l.Blackhole(); err != nil {
+		if err := apply(l); err != nil {
 			return err
 		}
 	}

@@ -153,20 +153,8 @@ var killPrimary = Fault{
 	Summary:    "SIGKILL the primary; restart it 5-7 s later",
 	Topologies: onlySentinel,
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		p, err := primary(ctx, env)
-		if err != nil {
-			return err
-		}
-		hold := failoverHold(rng)
-		if err := p.Kill(); err != nil {
-			return err
-		}
-		end := env.Begin("kill-primary", p.Name(), "restart in "+hold.String())
-		sleep(ctx, hold)
-		err = p.Restart(context.Background())
-		end("restarted")
-		settle(ctx, env)
-		return err
+		return onPrimary(ctx, env, rng, "kill-primary", "restart in", "restarted",
+			cluster.Node.Kill, func(n cluster.Node) error { return n.Restart(context.Background()) })
 	},
 }
 
@@ -176,21 +164,27 @@ var pausePrimary = Fault{
 	Summary:    "SIGSTOP the primary for 5-7 s, then SIGCONT",
 	Topologies: onlySentinel,
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		p, err := primary(ctx, env)
-		if err != nil {
-			return err
-		}
-		hold := failoverHold(rng)
-		if err := p.Pause(); err != nil {
-			return err
-		}
-		end := env.Begin("pause-primary", p.Name(), "for "+hold.String())
-		sleep(ctx, hold)
-		err = p.Resume()
-		end("resumed")
-		settle(ctx, env)
-		return err
+		return onPrimary(ctx, env, rng, "pause-primary", "for", "resumed", cluster.Node.Pause, cluster.Node.Resume)
 	},
+}
+
+// onPrimary injects a process fault on the current primary, holds it long
+// enough for a failover, undoes it (also when the run ends) and settles.
+func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, fault, holdWord, healed string, inject, undo func(cluster.Node) error) error {
+	p, err := primary(ctx, env)
+	if err != nil {
+		return err
+	}
+	hold := failoverHold(rng)
+	if err := inject(p); err != nil {
+		return err
+	}
+	end := env.Begin(fault, p.Name(), holdWord+" "+hold.String())
+	sleep(ctx, hold)
+	err = undo(p)
+	end(healed)
+	settle(ctx, env)
+	return err
 }
 
 // replicationLag slows the primary's internal address, and with it

@@ -81,9 +81,9 @@ func (e Event) validate() error {
 		return fmt.Errorf("type %q is not one of invoke, ok, fail, info", e.Type)
 	}
 	switch e.F {
-	case Acquire, Extend, Release, Write, Read:
+	case Acquire, Extend, Release, Write, Read, Lost:
 	default:
-		return fmt.Errorf("f %q is not one of acquire, extend, release, write, read", e.F)
+		return fmt.Errorf("f %q is not one of acquire, extend, release, write, read, lost", e.F)
 	}
 	if e.Time < 0 {
 		return fmt.Errorf("time %d is negative", e.Time)

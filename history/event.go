@@ -30,6 +30,10 @@ const (
 	Release = "release"
 	Write   = "write"
 	Read    = "read"
+	// Lost is a library telling its caller that the lock is gone (a
+	// lock-lost context, a refresh error): the client's belief, recorded
+	// so it can be held against what the servers did.
+	Lost = "lost"
 )
 
 // Nemesis phases. Instant marks something the harness observed rather

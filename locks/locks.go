@@ -18,7 +18,7 @@ import (
 )
 
 // Recipes is the registry: every recipe the harness can test.
-var Recipes = []Recipe{naive, del, cad, renew, fenced, wait, redlock}
+var Recipes = []Recipe{naive, del, cad, renew, fenced, wait, redlock, redsyncRecipe, redislockRecipe, rueidislockRecipe}
 
 // Recipe names a lock implementation and builds it.
 type Recipe struct {

@@ -28,6 +28,8 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"upper": strings.ToUpper,
 	"inc":   func(i int) int { return i + 1 },
 	"sub":   func(a, b time.Duration) time.Duration { return a - b },
+	"add":   func(a, b int) int { return a + b },
+	"deref": func(b *bool) bool { return b != nil && *b },
 }).ParseFS(templateFS, "templates/*.html"))
 
 // Render draws a run directory's plots and index.html from its

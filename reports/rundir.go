@@ -14,7 +14,23 @@ import (
 // NewRunDir creates store/<name>/<YYYYMMDDTHHMMSS>/ (with a -N suffix when
 // two runs start in the same second) and points store/latest at it.
 func NewRunDir(store, name string, now time.Time) (string, error) {
-	base := filepath.Join(store, name)
+	dir, err := newStampDir(filepath.Join(store, name), now)
+	if err != nil {
+		return "", err
+	}
+	if err := pointLatest(store, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// NewSuiteDir creates store/suites/<YYYYMMDDTHHMMSS>/; store/latest keeps
+// pointing at the newest run.
+func NewSuiteDir(store string, now time.Time) (string, error) {
+	return newStampDir(filepath.Join(store, "suites"), now)
+}
+
+func newStampDir(base string, now time.Time) (string, error) {
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return "", err
 	}
@@ -23,17 +39,13 @@ func NewRunDir(store, name string, now time.Time) (string, error) {
 	for i := 2; ; i++ {
 		err := os.Mkdir(dir, 0o755)
 		if err == nil {
-			break
+			return dir, nil
 		}
 		if !os.IsExist(err) {
 			return "", err
 		}
 		dir = filepath.Join(base, fmt.Sprintf("%s-%d", stamp, i))
 	}
-	if err := pointLatest(store, dir); err != nil {
-		return "", err
-	}
-	return dir, nil
 }
 
 // pointLatest swaps store/latest atomically: a new link, then a rename over

@@ -170,8 +170,10 @@ func (s *server) runs() []storeRun {
 	names, _ := os.ReadDir(s.root)
 	var runs []storeRun
 	for _, n := range names {
-		if !n.IsDir() || strings.HasPrefix(n.Name(), ".") {
-			continue // store/latest is a symlink and is listed through its target
+		if !n.IsDir() || strings.HasPrefix(n.Name(), ".") || n.Name() == "suites" {
+			// store/latest is a symlink and is listed through its target;
+			// suite reports are reached through /suites/.
+			continue
 		}
 		stamps, _ := os.ReadDir(filepath.Join(s.root, n.Name()))
 		for _, st := range stamps {

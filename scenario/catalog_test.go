@@ -92,3 +92,12 @@ func TestSentinelWithoutFaultsIsValid(t *testing.T) {
 	s.Topology = "sentinel"
 	wantValid(t, run(t, s))
 }
+
+// Redlock both ways: a node that restarts empty hands a second client a
+// majority; one that stays down past the TTL does not.
+func TestRedlockRestart(t *testing.T)        { runEntry(t, "redlock-restart", 1) }
+func TestRedlockDelayedRestart(t *testing.T) { runEntry(t, "redlock-delayed-restart", 1) }
+
+// The clock shim moves a node's expiry clock: a forward jump frees a held
+// lock at once.
+func TestClockJumpSingle(t *testing.T) { runEntry(t, "clock-jump-single", 1) }

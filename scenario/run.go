@@ -56,7 +56,7 @@ func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 	if err := spec.Validate(); err != nil {
 		return Outcome{}, err
 	}
-	recipe, _ := locks.Lookup(spec.Lock)
+	recipe, _, _ := locks.ParseLock(spec.Lock)
 	nemesis, _ := faults.Lookup(spec.Nemesis)
 	dir, err := reports.NewRunDir(opt.Store, spec.Name, time.Now())
 	if err != nil {
@@ -167,6 +167,9 @@ func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nem
 	nctx, cancel := context.WithTimeout(ctx, spec.TimeLimit.D())
 	defer cancel()
 	sched := faults.Schedule{Groups: nemesis, Seed: spec.Seed, MinGap: min(spec.TTL.D()/2, time.Second), MaxGap: min(spec.TTL.D(), 2*time.Second)}
+	if spec.Interval > 0 {
+		sched.MinGap, sched.MaxGap = spec.Interval.D()/2, spec.Interval.D()*3/2
+	}
 	nemesisErr := sched.Run(nctx, env)
 	<-nctx.Done()
 

@@ -27,7 +27,9 @@ type Spec struct {
 	Lock     string `json:"lock"`
 	Workload string `json:"workload"`
 	Nemesis  string `json:"nemesis"`
-	Clients  int    `json:"clients"`
+	// Interval is the mean quiet time between faults (0: from the TTL).
+	Interval Duration `json:"nemesis_interval,omitempty"`
+	Clients  int      `json:"clients"`
 	// Nodes is the number of independent nodes of a redlock topology.
 	Nodes int `json:"nodes,omitempty"`
 	// RestartDelay is how long kill-node keeps a node down (0: 0-100 ms).
@@ -61,7 +63,7 @@ func (s Spec) DefaultName() string {
 func (s Spec) Validate() error {
 	var errs []error
 	errs = append(errs, cluster.Spec{Topology: s.Topology, Backend: s.Backend, Persistence: s.Persistence}.Validate())
-	if r, err := locks.Lookup(s.Lock); err != nil {
+	if r, _, err := locks.ParseLock(s.Lock); err != nil {
 		errs = append(errs, err)
 	} else if !r.Supports(s.Topology) {
 		errs = append(errs, fmt.Errorf("lock %s does not run on topology %s", s.Lock, s.Topology))
@@ -86,6 +88,9 @@ func (s Spec) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %v", d.name, d.v))
 		}
 	}
+	if s.Interval < 0 {
+		errs = append(errs, fmt.Errorf("nemesis-interval must not be negative, got %v", s.Interval))
+	}
 	if s.Hold < 0 {
 		errs = append(errs, fmt.Errorf("hold must not be negative, got %v", s.Hold))
 	}
@@ -109,6 +114,9 @@ func (s Spec) Command() string {
 	extra := ""
 	if s.Nodes != 0 {
 		extra += fmt.Sprintf(" --nodes %d", s.Nodes)
+	}
+	if s.Interval != 0 {
+		extra += fmt.Sprintf(" --nemesis-interval %v", s.Interval)
 	}
 	if s.RestartDelay != 0 {
 		extra += fmt.Sprintf(" --restart-delay %v", s.RestartDelay)

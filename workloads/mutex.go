@@ -219,10 +219,10 @@ func (m *Mutex) Freeze(ctx context.Context, point string) (client int, resume, k
 	}
 }
 
-// KillPoint is where kill-client strikes: inside the recipe if it has a
+// RecipePoint is where kill-client strikes: inside the recipe if it has a
 // pause point of its own (for naive, between SETNX and EXPIRE), otherwise
 // between acquire and write.
-func (m *Mutex) KillPoint() string {
+func (m *Mutex) RecipePoint() string {
 	if len(m.cfg.RecipePoints) > 0 {
 		return m.cfg.RecipePoints[0]
 	}

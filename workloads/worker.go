@@ -36,7 +36,7 @@ type worker struct {
 // RunWorker serves requests from in until it is closed. It is the body of
 // the hidden `harness worker` command.
 func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
-	recipe, err := locks.Lookup(cfg.Lock)
+	recipe, _, err := locks.ParseLock(cfg.Lock)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,8 @@ func init() {
 	verbs = []verb{
 		{name: "run", args: "[flags]", summary: "run one scenario under faults and check it", run: cmdRun},
 		{name: "repro", args: "NAME [--seeds N]", summary: "run a catalog scenario for N seeds; exit 0 when every seed met its expectation", run: cmdRepro},
+		{name: "suite", args: "quick|full [--store DIR]", summary: "run a suite of scenarios and write its matrix report", run: cmdSuite},
+		{name: "list", summary: "the scenario catalog, the lock recipes and the faults", run: cmdList},
 		{name: "check", args: "PATH", summary: "re-check a run directory or a history.jsonl offline; rewrites results.json", run: cmdCheck},
 		{name: "report", args: "DIR", summary: "regenerate results.json, plots and pages of a run directory", run: cmdReport},
 		{name: "serve", args: "[--store DIR] [--addr HOST:PORT]", summary: "browse the store of runs", run: cmdServe},

@@ -11,12 +11,12 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--lock", "nosuch"}, `unknown lock "nosuch" (valid: cad, del, fenced, naive, redlock, renew, wait)`},
+		{[]string{"run", "--lock", "nosuch"}, `unknown lock "nosuch" (valid: cad, del, fenced, naive, redislock, redlock, redsync, renew, rueidislock, wait)`},
 		{[]string{"run", "--nemesis", "nosuch"}, `unknown nemesis "nosuch" (valid: clock-jump, clock-strobe, failover, kill-client, kill-node`},
 		{[]string{"run", "--topology", "ring"}, `unknown topology "ring" (valid: single, sentinel, redlock)`},
 		{[]string{"run", "--persistence", "rdb"}, `unknown persistence "rdb" (valid: none, aof-always)`},
 		{[]string{"run", "--ttl", "soon"}, `"soon" is not a duration`},
-		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, check, report, serve, help)`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, suite, list, check, report, serve, help)`},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer

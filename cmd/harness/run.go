@@ -23,7 +23,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&spec.Topology, "topology", spec.Topology, "topology: "+strings.Join(cluster.Topologies, ", "))
 	fs.StringVar(&spec.Backend, "backend", spec.Backend, "where nodes run: "+strings.Join(cluster.Backends, ", "))
 	fs.StringVar(&spec.Lock, "lock", spec.Lock, "lock recipe: "+strings.Join(locks.Names(), ", "))
-	fs.StringVar(&spec.Nemesis, "nemesis", spec.Nemesis, "comma-separated faults: "+strings.Join(faults.Names(), ", "))
+	fs.StringVar(&spec.Nemesis, "nemesis", spec.Nemesis, "faults, comma-separated (the schedule picks one at a time) or joined by + (injected together): "+strings.Join(faults.Names(), ", "))
+	durationVar(fs, &spec.Interval, "nemesis-interval", "mean quiet time between faults, drawn from [D/2, 3D/2] (default: from the TTL)")
 	fs.StringVar(&spec.Workload, "workload", spec.Workload, "what clients do: "+strings.Join(scenario.Workloads, ", "))
 	fs.IntVar(&spec.Clients, "clients", spec.Clients, "number of concurrent lock clients")
 	fs.IntVar(&spec.Nodes, "nodes", 0, "independent nodes of a redlock topology (default 5)")
@@ -85,7 +86,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 }
 
 func durationVar(fs *flag.FlagSet, d *scenario.Duration, name, help string) {
-	fs.Func(name, fmt.Sprintf("%s (default %v)", help, *d), func(s string) error {
+	if *d != 0 {
+		help = fmt.Sprintf("%s (default %v)", help, *d)
+	}
+	fs.Func(name, help, func(s string) error {
 		v, err := time.ParseDuration(s)
 		if err != nil {
 			return fmt.Errorf("%q is not a duration like 500ms or 10s", s)

@@ -1,0 +1,546 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+// startNodes starts n empty redis-server nodes and returns a client for
+// each, skipping the test without redis-server.
+func startNodes(t *testing.T, n int) ([]*cluster.LocalNode, []*redis.Client) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed; run `make setup`")
+	}
+	var nodes []*cluster.LocalNode
+	var clients []*redis.Client
+	for i := 0; i < n; i++ {
+		node, err := cluster.StartLocal(context.Background(), "n", t.TempDir(), cluster.PersistNone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { node.Stop() })
+		c := NewClient(Target{Addr: node.Addr()}, time.Second)
+		t.Cleanup(func() { c.Close() })
+		nodes, clients = append(nodes, node), append(clients, c)
+	}
+	return nodes, clients
+}
+
+// recorder collects the ops a locker reports.
+type recorder struct {
+	mu  sync.Mutex
+	ops []Op
+}
+
+func (r *recorder) observe(op Op) { r.mu.Lock(); r.ops = append(r.ops, op); r.mu.Unlock() }
+
+func (r *recorder) count(f, outcome string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, op := range r.ops {
+		if op.F == f && op.Outcome == outcome {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *recorder) snapshot() []Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Op(nil), r.ops...)
+}
+
+// libLocker builds the locker of a lock spec on the clients, as a worker
+// would: its own go-redis clients to every node.
+func libLocker(t *testing.T, spec string, clients []*redis.Client) (Locker, *recorder) {
+	t.Helper()
+	r, _, err := ParseLock(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []*redis.Client
+	for _, c := range clients {
+		oc := NewClient(Target{Addr: c.Options().Addr}, time.Second)
+		t.Cleanup(func() { oc.Close() })
+		own = append(own, oc)
+	}
+	rec := &recorder{}
+	l := r.New(Config{Client: own[0], Nodes: own, OpTimeout: time.Second, Pause: func(string) {}, Observe: rec.observe})
+	t.Cleanup(l.Close)
+	return l, rec
+}
+
+func TestLibraryRecipesExcludeReleaseAndReacquire(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		spec  string
+		busy  error
+		exact bool // Valid is the TTL itself
+	}{
+		{"redsync:tries=1", ErrBusy, false},
+		{"redislock", ErrBusy, true},
+		{"redislock:no-watchdog", ErrBusy, true},
+		{"rueidislock", ErrBusy, true},
+		{"rueidislock:majority=2", ErrNoQuorum, true},
+		{"rueidislock:loop-tracking,setpx", ErrBusy, true},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			_, clients := startNodes(t, 1)
+			l, _ := libLocker(t, tc.spec, clients)
+			other, _ := libLocker(t, tc.spec, clients)
+			const ttl = 2 * time.Second
+			a, err := l.Acquire(ctx, "k", "A", ttl)
+			if err != nil {
+				t.Fatalf("first acquire: %v", err)
+			}
+			if a.Token != "A" || a.Key != "k" || a.Valid <= 0 || a.Valid > ttl || tc.exact && a.Valid != ttl {
+				t.Errorf("lease %+v", a)
+			}
+			for _, who := range []Locker{l, other} {
+				_, err := who.Acquire(ctx, "k", "B", ttl)
+				if !errors.Is(err, tc.busy) {
+					t.Fatalf("second acquire while held: %v, want %v", err, tc.busy)
+				}
+				if tc.busy == ErrNoQuorum && strings.Contains(err.Error(), "busy") {
+					t.Fatalf("no-quorum refusal says busy: %v", err)
+				}
+			}
+			if err := l.Release(ctx, a); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if err := l.Release(ctx, a); !errors.Is(err, ErrNotHeld) {
+				t.Fatalf("second release: %v, want ErrNotHeld", err)
+			}
+			c, err := other.Acquire(ctx, "k", "C", ttl)
+			if err != nil {
+				t.Fatalf("acquire after release: %v", err)
+			}
+			if err := other.Release(ctx, c); err != nil {
+				t.Fatalf("release by the other client: %v", err)
+			}
+		})
+	}
+}
+
+// redsync's keys carry the harness's token, and its validity is its Until.
+func TestRedsyncTokenAndValidity(t *testing.T) {
+	ctx := context.Background()
+	_, clients := startNodes(t, 1)
+	l, _ := libLocker(t, "redsync", clients)
+	start := time.Now()
+	a, err := l.Acquire(ctx, "k", "A", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := clients[0].Get(ctx, "k").Val(); v != "A" {
+		t.Fatalf("key holds %q, want the token A", v)
+	}
+	// Until = start of the try + ttl − elapsed − 1% drift.
+	if a.Valid <= 1900*time.Millisecond || a.Valid > 2*time.Second-20*time.Millisecond+time.Since(start) {
+		t.Fatalf("validity %v", a.Valid)
+	}
+}
+
+// With the library's 32 tries, LockContext waits for the holder.
+func TestRedsyncDefaultTriesWait(t *testing.T) {
+	ctx := context.Background()
+	_, clients := startNodes(t, 1)
+	a, _ := libLocker(t, "redsync", clients)
+	b, _ := libLocker(t, "redsync", clients)
+	la, err := a.Acquire(ctx, "k", "A", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		a.Release(ctx, la)
+	}()
+	start := time.Now()
+	if _, err := b.Acquire(ctx, "k", "B", 10*time.Second); err != nil {
+		t.Fatalf("B's acquire while A releases within 300ms: %v", err)
+	}
+	if waited := time.Since(start); waited < 250*time.Millisecond {
+		t.Fatalf("B got the lock after %v, before A released it", waited)
+	}
+}
+
+// On several nodes a refusal is "no quorum", never "busy".
+func TestRedsyncQuorum(t *testing.T) {
+	ctx := context.Background()
+	nodes, clients := startNodes(t, 3)
+	l, _ := libLocker(t, "redsync:tries=1", clients)
+	nodes[0].Kill()
+	a, err := l.Acquire(ctx, "k", "A", 2*time.Second)
+	if err != nil {
+		t.Fatalf("2 of 3 nodes up: %v", err)
+	}
+	if a.Valid <= 0 || a.Valid >= 2*time.Second {
+		t.Errorf("validity %v", a.Valid)
+	}
+	if _, err := l.Acquire(ctx, "k", "B", 2*time.Second); !errors.Is(err, ErrNoQuorum) || strings.Contains(err.Error(), "busy") {
+		t.Fatalf("second acquire: %v, want no quorum and never busy", err)
+	}
+	if err := l.Release(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	nodes[1].Kill()
+	_, err = l.Acquire(ctx, "k", "C", 2*time.Second)
+	if err == nil || Definite(err) && !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("1 of 3 nodes up: %v", err)
+	}
+}
+
+// S11: A's lease expires, B acquires and releases, A's Extend succeeds
+// only with WithSetNXOnExtend, re-creating the key under A's token.
+func TestRedsyncExtendAfterExpiry(t *testing.T) {
+	for _, setnx := range []bool{true, false} {
+		spec := "redsync:tries=1"
+		if setnx {
+			spec += ":setnx-on-extend"
+		}
+		t.Run(spec, func(t *testing.T) {
+			ctx := context.Background()
+			_, clients := startNodes(t, 1)
+			la, _ := libLocker(t, spec, clients)
+			lb, _ := libLocker(t, spec, clients)
+			a, err := la.Acquire(ctx, "k", "A", 300*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond)
+			b, err := lb.Acquire(ctx, "k", "B", 2*time.Second)
+			if err != nil {
+				t.Fatalf("B after A's expiry: %v", err)
+			}
+			if err := lb.Release(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			ext, err := la.(Extender).Extend(ctx, a, 2*time.Second)
+			if !setnx {
+				if !errors.Is(err, ErrNotHeld) {
+					t.Fatalf("extend without setnx-on-extend: %+v, %v; want ErrNotHeld", ext, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("extend with setnx-on-extend: %v", err)
+			}
+			if ext.Token != "A" || ext.Valid <= time.Second || ext.Valid > 2*time.Second {
+				t.Errorf("extended lease %+v", ext)
+			}
+			if v := clients[0].Get(ctx, "k").Val(); v != "A" {
+				t.Errorf("after the extend the key holds %q, want A", v)
+			}
+			if err := la.Release(ctx, ext); err != nil {
+				t.Errorf("release of the re-created lock: %v", err)
+			}
+		})
+	}
+}
+
+func TestRedsyncExtendWhileHeld(t *testing.T) {
+	ctx := context.Background()
+	_, clients := startNodes(t, 1)
+	l, _ := libLocker(t, "redsync", clients)
+	a, err := l.Acquire(ctx, "k", "A", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, err := l.(Extender).Extend(ctx, a, 5*time.Second)
+	if err != nil || ext.Valid <= 4*time.Second {
+		t.Fatalf("extend while held: %+v, %v", ext, err)
+	}
+	if pttl := clients[0].PTTL(ctx, "k").Val(); pttl <= 4*time.Second {
+		t.Fatalf("pttl after extend %v", pttl)
+	}
+}
+
+func TestRedislockWatchdogKeepsTheLeaseAlive(t *testing.T) {
+	ctx := context.Background()
+	_, clients := startNodes(t, 1)
+	l, rec := libLocker(t, "redislock", clients)
+	other, _ := libLocker(t, "redislock", clients)
+	a, err := l.Acquire(ctx, "k", "A", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := clients[0].Get(ctx, "k").Val(); v != "A" {
+		t.Fatalf("key holds %q, want the token A", v)
+	}
+	time.Sleep(900 * time.Millisecond)
+	if _, err := other.Acquire(ctx, "k", "B", time.Second); !errors.Is(err, ErrBusy) {
+		t.Fatalf("lease lapsed despite the watchdog: %v", err)
+	}
+	if err := l.Release(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if n := rec.count("extend", "ok"); n < 2 {
+		t.Fatalf("watchdog refreshed %d times in 900ms with ttl 300ms: %+v", n, rec.snapshot())
+	}
+	if rec.count("extend", "invoke") != rec.count("extend", "ok") || rec.count(OpLost, "ok") != 0 {
+		t.Fatalf("ops %+v", rec.snapshot())
+	}
+	for _, op := range rec.snapshot() {
+		if op.Key != "k" || op.Token != "A" || op.TTL != 300*time.Millisecond {
+			t.Fatalf("op %+v", op)
+		}
+	}
+	n := len(rec.snapshot())
+	time.Sleep(300 * time.Millisecond)
+	if len(rec.snapshot()) != n {
+		t.Fatalf("watchdog still running after release: %+v", rec.snapshot())
+	}
+}
+
+// The watchdog gives up on a failed refresh and says the lock is lost.
+func TestRedislockWatchdogReportsLoss(t *testing.T) {
+	ctx := context.Background()
+	_, clients := startNodes(t, 1)
+	l, rec := libLocker(t, "redislock", clients)
+	a, err := l.Acquire(ctx, "k", "A", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients[0].Set(ctx, "k", "intruder", time.Minute)
+	time.Sleep(250 * time.Millisecond)
+	if rec.count("extend", "fail") != 1 || rec.count(OpLost, "invoke") != 1 || rec.count(OpLost, "ok") != 1 {
+		t.Fatalf("ops after the key was taken over: %+v", rec.snapshot())
+	}
+	ops := rec.snapshot()
+	if last := ops[len(ops)-1]; last.F != OpLost || last.Err == nil || !errors.Is(ops[len(ops)-3].Err, ErrNotHeld) {
+		t.Fatalf("ops %+v", ops)
+	}
+	if err := l.Release(ctx, a); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("release after loss: %v, want ErrNotHeld", err)
+	}
+}
+
+func TestRedislockExtend(t *testing.T) {
+	ctx := context.Background()
+	_, clients := startNodes(t, 1)
+	l, _ := libLocker(t, "redislock:no-watchdog", clients)
+	a, err := l.Acquire(ctx, "k", "A", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.(Extender).Extend(ctx, a, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if pttl := clients[0].PTTL(ctx, "k").Val(); pttl <= 4*time.Second {
+		t.Fatalf("pttl after extend %v", pttl)
+	}
+	clients[0].Del(ctx, "k")
+	if _, err := l.(Extender).Extend(ctx, a, 5*time.Second); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("extend of a deleted lock: %v, want ErrNotHeld", err)
+	}
+}
+
+// rueidislock cancels its lock context when its keys are deleted behind
+// its back; the recipe reports that as a lost op.
+func TestRueidislockReportsLoss(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		del  []string
+	}{
+		{"rueidislock", []string{"rueidislock:0:k"}},
+		{"rueidislock:loop-tracking", []string{"rueidislock:0:k"}},
+		{"rueidislock:majority=2", []string{"rueidislock:0:k", "rueidislock:1:k"}},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			ctx := context.Background()
+			_, clients := startNodes(t, 1)
+			l, rec := libLocker(t, tc.spec, clients)
+			a, err := l.Acquire(ctx, "k", "A", 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if rec.count(OpLost, "ok") != 0 {
+				t.Fatalf("lost while held: %+v", rec.snapshot())
+			}
+			start := time.Now()
+			if n := clients[0].Del(ctx, tc.del...).Val(); n != int64(len(tc.del)) {
+				t.Fatalf("deleted %d of %v", n, tc.del)
+			}
+			for rec.count(OpLost, "ok") == 0 {
+				if time.Since(start) > 2*time.Second {
+					t.Fatalf("no lost op within 2s of deleting %v: %+v", tc.del, rec.snapshot())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			t.Logf("%s: lost reported %v after the DEL", tc.spec, time.Since(start))
+			ops := rec.snapshot()
+			if len(ops) != 2 || ops[0].Outcome != "invoke" || ops[1].Token != "A" || ops[1].Key != "k" || ops[1].Err == nil {
+				t.Fatalf("ops %+v", ops)
+			}
+			err = l.Release(ctx, a)
+			if err == nil || Definite(err) {
+				t.Fatalf("release after loss: %v, want an unknown outcome", err)
+			}
+		})
+	}
+}
+
+// A release is not reported as a loss.
+func TestRueidislockReleaseIsNotLoss(t *testing.T) {
+	ctx := context.Background()
+	_, clients := startNodes(t, 1)
+	l, rec := libLocker(t, "rueidislock", clients)
+	for i := 0; i < 3; i++ {
+		a, err := l.Acquire(ctx, "k", "A", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if ops := rec.snapshot(); len(ops) != 0 {
+		t.Fatalf("ops %+v", ops)
+	}
+	if n := clients[0].Exists(ctx, "rueidislock:0:k").Val(); n != 0 {
+		t.Fatalf("key left after release")
+	}
+}
+
+// rueidislock extends its keys itself: a lock outlives its KeyValidity.
+func TestRueidislockExtendsItself(t *testing.T) {
+	ctx := context.Background()
+	_, clients := startNodes(t, 1)
+	l, rec := libLocker(t, "rueidislock", clients)
+	other, _ := libLocker(t, "rueidislock", clients)
+	a, err := l.Acquire(ctx, "k", "A", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(900 * time.Millisecond)
+	if _, err := other.Acquire(ctx, "k", "B", 300*time.Millisecond); !errors.Is(err, ErrBusy) {
+		t.Fatalf("after 3 validities: %v, want busy", err)
+	}
+	if err := l.Release(ctx, a); err != nil || rec.count(OpLost, "ok") != 0 {
+		t.Fatalf("release %v, ops %+v", err, rec.snapshot())
+	}
+}
+
+func TestParseLock(t *testing.T) {
+	for spec, want := range map[string]string{
+		"cad":                             "",
+		"redsync":                         "",
+		"redsync:setnx-on-extend":         "setnx-on-extend",
+		"redsync:tries=1":                 "tries=1",
+		"redsync:setnx-on-extend:tries=1": "setnx-on-extend:tries=1",
+		"redsync:tries=3,setnx-on-extend": "setnx-on-extend:tries=3",
+		"rueidislock:majority=2,setpx":    "majority=2:setpx",
+		"redislock:no-watchdog":           "no-watchdog",
+	} {
+		r, opts, err := ParseLock(spec)
+		if err != nil {
+			t.Errorf("%s: %v", spec, err)
+			continue
+		}
+		if name, _, _ := strings.Cut(spec, ":"); r.Name != name || r.New == nil {
+			t.Errorf("%s: recipe %q", spec, r.Name)
+		}
+		if opts.String() != want {
+			t.Errorf("%s: options %q, want %q", spec, opts, want)
+		}
+	}
+	for spec, wants := range map[string][]string{
+		"nosuch":                    {"unknown lock", "redsync"},
+		"redsync:fast":              {`unknown option "fast"`, "setnx-on-extend, tries=N"},
+		"redsync:tries":             {"tries needs a value", "tries=N"},
+		"redsync:tries=0":           {"tries=0", "integer", "setnx-on-extend"},
+		"redsync:tries=x":           {"tries=x", "integer"},
+		"redsync:setnx-on-extend=1": {"flag", "setnx-on-extend"},
+		"redsync:":                  {"empty option"},
+		"redsync:tries=1::":         {"empty option"},
+		"redsync:tries=1,tries=2":   {"given twice"},
+		"cad:x":                     {"cad takes no options"},
+	} {
+		_, _, err := ParseLock(spec)
+		if err == nil {
+			t.Errorf("%s: no error", spec)
+			continue
+		}
+		for _, w := range wants {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not mention %q", spec, err, w)
+			}
+		}
+	}
+	for _, name := range []string{"redsync", "redislock", "rueidislock"} {
+		if _, err := Lookup(name); err != nil {
+			t.Errorf("Lookup(%s): %v", name, err)
+		}
+		if len(RecipeOptions(name)) == 0 {
+			t.Errorf("%s lists no options", name)
+		}
+	}
+	if r, _ := Lookup("redsync"); !r.Supports("redlock") || !r.Supports("single") || r.Supports("sentinel") {
+		t.Errorf("redsync topologies %v", r.Topologies)
+	}
+}
+
+// With KeyMajority 2 the lock is 2 of 3 keys: losing one is not losing it.
+func TestRueidislockMajority(t *testing.T) {
+	ctx := context.Background()
+	_, clients := startNodes(t, 1)
+	l, rec := libLocker(t, "rueidislock:majority=2", clients)
+	if _, err := l.Acquire(ctx, "k", "A", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := clients[0].Exists(ctx, "rueidislock:0:k", "rueidislock:1:k", "rueidislock:2:k").Val(); n != 3 {
+		t.Fatalf("%d of 3 keys", n)
+	}
+	clients[0].Del(ctx, "rueidislock:2:k")
+	time.Sleep(300 * time.Millisecond)
+	if n := rec.count(OpLost, "ok"); n != 0 {
+		t.Fatalf("lost after 1 of 3 keys went: %+v", rec.snapshot())
+	}
+}
+
+// The default (NOLOOP) extends every KeyValidity/2, not in a busy loop.
+func TestRueidislockDoesNotSpin(t *testing.T) {
+	ctx := context.Background()
+	_, clients := startNodes(t, 1)
+	l, _ := libLocker(t, "rueidislock", clients)
+	a, err := l.Acquire(ctx, "k", "A", 400*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := evalCalls(t, clients[0])
+	time.Sleep(time.Second)
+	if n := evalCalls(t, clients[0]) - before; n > 50 {
+		t.Fatalf("%d scripts in 1s while holding a 400ms lock", n)
+	}
+	l.Release(ctx, a)
+}
+
+func evalCalls(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(c.Info(context.Background(), "commandstats").Val(), "\n") {
+		if strings.HasPrefix(line, "cmdstat_eval") {
+			var calls int
+			_, rest, _ := strings.Cut(line, "calls=")
+			fmt.Sscanf(rest, "%d", &calls)
+			n += calls
+		}
+	}
+	return n
+}

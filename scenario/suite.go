@@ -1,0 +1,179 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/reports"
+)
+
+// Planned is one run of a suite: a row of the matrix and its spec, with
+// the catalog's expectation, or none for a randomised run.
+type Planned struct {
+	Row    string
+	Spec   Spec
+	Expect *Expect
+}
+
+// Suites are the named suites `harness suite` runs.
+var Suites = []string{"quick", "full"}
+
+// PlanSuite lists a named suite's runs: quick is every catalog scenario
+// once with seed 1; full is every scenario for 5 seeds plus randomised
+// runs, each topology and recipe under a seeded mix of faults, 3 seeds.
+func PlanSuite(name string) ([]Planned, error) {
+	switch name {
+	case "quick":
+		return catalogRuns(1), nil
+	case "full":
+		return append(catalogRuns(5), randomRuns(3)...), nil
+	}
+	return nil, cluster.OneOf("suite", name, Suites)
+}
+
+func catalogRuns(seeds int) []Planned {
+	var out []Planned
+	for _, e := range Catalog {
+		for seed := 1; seed <= seeds; seed++ {
+			s := e.Spec
+			s.Name, s.Seed = e.Name, int64(seed)
+			expect := e.Expect
+			out = append(out, Planned{Row: e.Name, Spec: s, Expect: &expect})
+		}
+	}
+	return out
+}
+
+// randomRuns pairs every topology with every recipe that runs on it, under
+// a mix of two or three faults that apply there, drawn from a fixed seed so
+// the suite is the same every time.
+func randomRuns(seeds int) []Planned {
+	rng := rand.New(rand.NewSource(20261129))
+	var out []Planned
+	for _, topology := range cluster.Topologies {
+		var names []string
+		for _, f := range faults.Registry {
+			if faults.Check([]faults.Group{{f}}, topology) == nil {
+				names = append(names, f.Name)
+			}
+		}
+		sort.Strings(names)
+		for _, r := range locks.Recipes {
+			if !r.Supports(topology) {
+				continue
+			}
+			rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+			mix := strings.Join(names[:2+rng.Intn(2)], ",")
+			s := Defaults()
+			s.Topology, s.Lock, s.Nemesis = topology, r.Name, mix
+			s.TimeLimit = Duration(12 * time.Second)
+			row := fmt.Sprintf("random-%s-%s", topology, r.Name)
+			s.Name = row
+			for seed := 1; seed <= seeds; seed++ {
+				s.Seed = int64(seed)
+				out = append(out, Planned{Row: row, Spec: s})
+			}
+		}
+	}
+	return out
+}
+
+// SuiteOptions are how a suite is carried out.
+type SuiteOptions struct {
+	Store        string
+	CheckTimeout time.Duration
+	WorkerBin    string
+	// Progress gets a line per run; nil for silence.
+	Progress io.Writer
+}
+
+// RunSuite carries out the planned runs one after another, rewriting the
+// suite's results.json and index.html under store/suites/<stamp>/ after
+// each, so an interrupted suite leaves a readable partial report. A run the
+// harness fails counts as missed; a cancelled context stops the suite.
+func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions) (reports.Suite, string, error) {
+	start := time.Now()
+	dir, err := reports.NewSuiteDir(opt.Store, start)
+	if err != nil {
+		return reports.Suite{}, "", err
+	}
+	suite := reports.Suite{Name: name, Started: start, Planned: len(plan)}
+	rows := map[string]int{}
+	for i, p := range plan {
+		if ctx.Err() != nil {
+			break
+		}
+		runStart := time.Now()
+		out, err := Run(ctx, p.Spec, Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, WorkerBin: opt.WorkerBin})
+		cell := reports.SuiteCell{Seed: p.Spec.Seed, Seconds: time.Since(runStart).Seconds()}
+		if out.Dir != "" {
+			abs, _ := filepath.Abs(out.Dir)
+			absSuite, _ := filepath.Abs(dir)
+			cell.Run, _ = filepath.Rel(absSuite, abs)
+		}
+		outcome := ""
+		switch {
+		case ctx.Err() != nil:
+			cell.Verdict, cell.Error, outcome = "interrupted", "interrupted", "interrupted"
+		case err != nil:
+			cell.Verdict, cell.Error, outcome = "error", err.Error(), "harness error: "+err.Error()
+			suite.Missed++
+		default:
+			cell.Verdict, cell.Anomalies = out.Results.Valid.String(), out.Results.Anomalies
+			if p.Expect == nil {
+				suite.Explored++
+				outcome = "explored"
+			} else {
+				met, why := p.Expect.Met(out.Results)
+				cell.Met, cell.Why = &met, why
+				if met {
+					suite.Met++
+					outcome = "met"
+				} else {
+					suite.Missed++
+					outcome = "MISSED: " + why
+				}
+			}
+		}
+		if ctx.Err() == nil || out.Dir != "" {
+			r, ok := rows[p.Row]
+			if !ok {
+				r = len(suite.Rows)
+				rows[p.Row] = r
+				row := reports.SuiteRow{Scenario: p.Row, Spec: p.Spec.Line()}
+				if p.Expect != nil {
+					row.Expect = p.Expect.String()
+				}
+				suite.Rows = append(suite.Rows, row)
+			}
+			suite.Rows[r].Cells = append(suite.Rows[r].Cells, cell)
+		}
+		suite.WallSec = time.Since(start).Seconds()
+		suite.Complete = i == len(plan)-1 && ctx.Err() == nil
+		suite.Passed = suite.Complete && suite.Missed == 0
+		if err := reports.WriteSuite(dir, suite); err != nil {
+			return suite, dir, err
+		}
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "[%d/%d] %-28s seed %-3d %-8s %-12s %5.1fs · elapsed %s · met %d, missed %d\n",
+				i+1, len(plan), p.Row, p.Spec.Seed, cell.Verdict, outcome, cell.Seconds,
+				time.Since(start).Round(time.Second), suite.Met, suite.Missed)
+		}
+	}
+	if len(plan) == 0 {
+		suite.Complete, suite.Passed = true, true
+		if err := reports.WriteSuite(dir, suite); err != nil {
+			return suite, dir, err
+		}
+	}
+	return suite, dir, nil
+}

@@ -1,0 +1,104 @@
+package scenario
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/reports"
+)
+
+func TestPlanSuite(t *testing.T) {
+	quick, err := PlanSuite("quick")
+	if err != nil || len(quick) != len(Catalog) {
+		t.Fatalf("quick: %d runs, %v; want one per catalog row (%d)", len(quick), err, len(Catalog))
+	}
+	full, err := PlanSuite("full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	explore := 0
+	for _, p := range full {
+		if err := p.Spec.Validate(); err != nil {
+			t.Errorf("%s seed %d: %v", p.Row, p.Spec.Seed, err)
+		}
+		if p.Expect == nil {
+			explore++
+		}
+	}
+	if len(full)-explore != 5*len(Catalog) || explore == 0 {
+		t.Errorf("full: %d catalog runs and %d randomised, want %d and some", len(full)-explore, explore, 5*len(Catalog))
+	}
+	if _, err := PlanSuite("weekly"); err == nil || !strings.Contains(err.Error(), "quick, full") {
+		t.Errorf("unknown suite: %v", err)
+	}
+}
+
+func shortPlan(seeds int) []Planned {
+	var plan []Planned
+	for seed := 1; seed <= seeds; seed++ {
+		s := spec("cad", "none", 2*time.Second, int64(seed))
+		s.Name = "clean-short"
+		plan = append(plan, Planned{Row: "clean-short", Spec: s, Expect: &Expect{}})
+	}
+	return plan
+}
+
+func TestSuiteWritesItsMatrix(t *testing.T) {
+	needRedis(t)
+	t.Cleanup(proc.KillAll)
+	store := t.TempDir()
+	suite, dir, err := RunSuite(context.Background(), "test", shortPlan(2), SuiteOptions{Store: store, WorkerBin: workerBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !suite.Passed || !suite.Complete || suite.Met != 2 || len(suite.Rows) != 1 || len(suite.Rows[0].Cells) != 2 {
+		t.Fatalf("suite %+v", suite)
+	}
+	back, err := reports.ReadSuite(dir)
+	if err != nil || back.Met != 2 {
+		t.Fatalf("results.json: %+v, %v", back, err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := back.Rows[0].Cells[0].Run
+	if _, err := os.Stat(filepath.Join(dir, run, "results.json")); err != nil {
+		t.Errorf("cell link %q does not reach the run: %v", run, err)
+	}
+	for _, want := range []string{"PASSED", "clean-short", run + "/index.html"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("suite page lacks %q", want)
+		}
+	}
+}
+
+func TestInterruptedSuiteLeavesAPartialReport(t *testing.T) {
+	needRedis(t)
+	t.Cleanup(proc.KillAll)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(4*time.Second, cancel)
+	suite, dir, err := RunSuite(ctx, "test", shortPlan(5), SuiteOptions{Store: t.TempDir(), WorkerBin: workerBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if suite.Complete || suite.Passed {
+		t.Errorf("an interrupted suite says complete=%v passed=%v", suite.Complete, suite.Passed)
+	}
+	if n := proc.Live(); n != 0 {
+		t.Errorf("%d processes left after the interrupt", n)
+	}
+	back, err := reports.ReadSuite(dir)
+	if err != nil || back.Complete || back.Met < 1 {
+		t.Fatalf("partial report: %+v, %v", back, err)
+	}
+	page, _ := os.ReadFile(filepath.Join(dir, "index.html"))
+	if !strings.Contains(string(page), "INCOMPLETE") {
+		t.Errorf("the partial page does not say it is incomplete")
+	}
+}
