@@ -17,9 +17,27 @@ var pauseClient = Fault{
 	},
 }
 
+// pausePastRelease is pause-client that thaws the holder just after some
+// other client released the lock, so that what it does first on waking
+// (write, extend) meets a free lock: the shape of redsync's
+// extend-after-expiry.
+var pausePastRelease = Fault{
+	Name:    "pause-past-release",
+	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs, thawing it just after another client's release",
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+		return freezeUntil(ctx, env, rng, "pause-past-release", "before-write", true)
+	},
+}
+
 // freezeFor freezes the first client to reach point for 1.5-3 TTLs and
 // records the window; a run that ends first resumes it at once.
 func freezeFor(ctx context.Context, env *Env, rng *rand.Rand, fault, point string) error {
+	return freezeUntil(ctx, env, rng, fault, point, false)
+}
+
+// freezeUntil is freezeFor that, with afterRelease, also waits (at most 3
+// TTLs more) for another client's release before thawing.
+func freezeUntil(ctx context.Context, env *Env, rng *rand.Rand, fault, point string, afterRelease bool) error {
 	hold := between(rng, scale(env.TTL, 1.5), 3*env.TTL)
 	slot, resume, _, err := env.Clients.Freeze(ctx, point)
 	if err != nil {
@@ -27,8 +45,16 @@ func freezeFor(ctx context.Context, env *Env, rng *rand.Rand, fault, point strin
 	}
 	end := env.Begin(fault, fmt.Sprintf("client %d", slot), "frozen at "+point+" for "+hold.String())
 	sleep(ctx, hold)
+	detail := "resumed"
+	if afterRelease && ctx.Err() == nil {
+		wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
+		if other, err := env.Clients.AwaitRelease(wctx); err == nil {
+			detail = fmt.Sprintf("resumed as client %d released the lock", other)
+		}
+		cancel()
+	}
 	err = resume()
-	end("resumed")
+	end(detail)
 	return err
 }
 

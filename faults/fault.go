@@ -22,7 +22,7 @@ import (
 var Registry = []Fault{
 	partition, latency, pauseNode, killNode, pauseClient, killClient,
 	partitionPrimary, splitBrain, killPrimary, pausePrimary, replicationLag, failover,
-	partitionMajorities, partitionMinority, pauseAcquire,
+	partitionMajorities, partitionMinority, pauseAcquire, pausePastRelease,
 	clockJump, clockStrobe,
 }
 

@@ -30,7 +30,11 @@ type Recipe struct {
 	Points []string
 	// Topologies the recipe works on; empty means single and sentinel.
 	Topologies []string
-	New        func(Config) Locker
+	// Extends is set for recipes whose lockers implement Extender: the
+	// workload then extends each lease after its write, as a caller of the
+	// library would before a long step.
+	Extends bool
+	New     func(Config) Locker
 }
 
 // Supports reports whether the recipe runs on the topology.

@@ -18,6 +18,7 @@ import (
 // are the library's default (none).
 var redislockRecipe = Recipe{
 	Name:    "redislock",
+	Extends: true,
 	Summary: "bsm/redislock v0.10 Obtain/Release with its README's external watchdog (Refresh every ttl/3)",
 	New:     func(c Config) Locker { return newRedislock(c, true) },
 }

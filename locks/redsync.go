@@ -21,6 +21,7 @@ import (
 // (WithGenValueFunc), so that the keys on the servers carry it.
 var redsyncRecipe = Recipe{
 	Name:       "redsync",
+	Extends:    true,
 	Summary:    "go-redsync/redsync v4 Redlock (library defaults: 32 tries, drift 1%); Extend via locks.Extender",
 	Topologies: []string{"redlock", "single"},
 	New:        func(c Config) Locker { return newRedsync(c, redsyncSettings{tries: redsyncDefaultTries}) },

@@ -2,9 +2,11 @@ package reports
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -61,10 +63,55 @@ func WriteSuite(dir string, s Suite) error {
 	}); err != nil {
 		return err
 	}
+	if err := writeAtomic(filepath.Join(dir, "scorecard.md"), func(w io.Writer) error {
+		_, err := io.WriteString(w, s.Scorecard())
+		return err
+	}); err != nil {
+		return err
+	}
 	return writeAtomic(filepath.Join(dir, "index.html"), func(w io.Writer) error {
 		return templates.ExecuteTemplate(w, "suite.html", s)
 	})
 }
+
+// Scorecard is the suite as a markdown table: per row, the runs that found
+// each anomaly, and whether the expectation held, each row linked to its
+// first run.
+func (s Suite) Scorecard() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| scenario | expect | runs | invalid | %s |\n|---|---|---|---|%s\n",
+		strings.Join(anomalyColumns, " | "), strings.Repeat("---|", len(anomalyColumns)))
+	for _, r := range s.Rows {
+		invalid := 0
+		found := make([]int, len(anomalyColumns))
+		for _, c := range r.Cells {
+			if c.Verdict == "invalid" {
+				invalid++
+			}
+			for i, a := range anomalyColumns {
+				if c.Anomalies[a] > 0 {
+					found[i]++
+				}
+			}
+		}
+		name := r.Scenario
+		if len(r.Cells) > 0 && r.Cells[0].Run != "" {
+			name = fmt.Sprintf("[%s](%s/index.html)", r.Scenario, r.Cells[0].Run)
+		}
+		expect := r.Expect
+		if expect == "" {
+			expect = "explore"
+		}
+		cells := make([]string, len(found))
+		for i, n := range found {
+			cells[i] = fmt.Sprintf("%d/%d", n, len(r.Cells))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", name, expect, len(r.Cells), invalid, strings.Join(cells, " | "))
+	}
+	return b.String()
+}
+
+var anomalyColumns = []string{"double-grant", "stale-write", "lost-update", "foreign-release", "stuck-lock"}
 
 // ReadSuite reads a suite's results.json.
 func ReadSuite(dir string) (Suite, error) {

@@ -87,6 +87,17 @@ func redlockSpec(nemesis string, restartDelay time.Duration) Spec {
 
 const sec = time.Second
 
+// librarySpec is redsync over the redlock topology, shaped like redlockSpec
+// with time for one whole pause of up to 3 TTLs.
+// The scenarios use tries=1: the workload retries by itself, and an acquire
+// that retries inside the library for seconds leaves the checker unsure
+// when its lease began.
+func librarySpec(lock, nemesis string) Spec {
+	s := redlockSpec(nemesis, 0)
+	s.Lock, s.TimeLimit = lock, Duration(14*time.Second)
+	return s
+}
+
 // Catalog is every named scenario. It is what must never regress.
 var Catalog = []Entry{
 	{Name: "clean-cad", Source: "baseline", Story: "no faults",
@@ -123,6 +134,10 @@ var Catalog = []Entry{
 		Spec: redlockSpec("partition-majorities+kill-node", 0), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "redlock-delayed-restart", Source: "antirez 2016; Redis distributed-lock page", Story: "as redlock-restart, but n3 stays down longer than the TTL, as the page advises",
 		Spec: redlockSpec("partition-majorities+kill-node", 4*sec), Expect: Expect{}},
+	{Name: "redsync-extend-after-expiry", Source: "go-redsync issue tracker (S11)", Story: "A (redsync with WithSetNXOnExtend) freezes past the TTL, B acquires and releases, A's Extend re-creates the keys and succeeds: A believed it held the lock throughout",
+		Spec: librarySpec("redsync:setnx-on-extend:tries=1", "pause-past-release"), Expect: Expect{Unsafe: true, Anomaly: checker.ForeignRelease}},
+	{Name: "redsync-quorum-loss", Source: "Kleppmann 2016; go-redsync", Story: "A wins with exactly a quorum; one of those nodes restarts empty; B gains a quorum",
+		Spec: librarySpec("redsync:tries=1", "partition-majorities+kill-node"), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "redlock-acquire-pause", Source: "Kleppmann 2016 (S5); antirez 2016", Story: "A freezes while its acquire replies are in flight, past the TTL; a correct validity computation rejects the late grant",
 		Spec: redlockSpec("pause-acquire", 0), Expect: Expect{}},
 }

@@ -148,7 +148,7 @@ func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nem
 	}
 	work, err := workloads.StartMutex(workloads.MutexConfig{
 		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed,
-		Fenced: recipe.Name == "fenced", RecipePoints: recipe.Points,
+		Fenced: recipe.Name == "fenced", RecipePoints: recipe.Points, Extend: recipe.Extends,
 		Spawn: spawn, Rec: rec, Stderr: logw,
 	})
 	if err != nil {

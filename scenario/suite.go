@@ -25,7 +25,7 @@ type Planned struct {
 }
 
 // Suites are the named suites `harness suite` runs.
-var Suites = []string{"quick", "full"}
+var Suites = []string{"quick", "full", "libs"}
 
 // PlanSuite lists a named suite's runs: quick is every catalog scenario
 // once with seed 1; full is every scenario for 5 seeds plus randomised
@@ -36,6 +36,8 @@ func PlanSuite(name string) ([]Planned, error) {
 		return catalogRuns(1), nil
 	case "full":
 		return append(catalogRuns(5), randomRuns(3)...), nil
+	case "libs":
+		return libraryRuns(3), nil
 	}
 	return nil, cluster.OneOf("suite", name, Suites)
 }
@@ -81,6 +83,40 @@ func randomRuns(seeds int) []Planned {
 			for seed := 1; seed <= seeds; seed++ {
 				s.Seed = int64(seed)
 				out = append(out, Planned{Row: row, Spec: s})
+			}
+		}
+	}
+	return out
+}
+
+// libraries are the imported locks the libs suite scores, each on the
+// topology it is built for.
+var libraries = []struct{ lock, topology string }{
+	{"redsync", "redlock"}, {"redislock", "single"}, {"rueidislock", "single"},
+}
+
+// libraryRuns is the libs scorecard: every library under no fault (which
+// must be safe) and under each fault its topology supports (which explore:
+// the scorecard counts what they found).
+func libraryRuns(seeds int) []Planned {
+	var out []Planned
+	for _, lib := range libraries {
+		for _, nemesis := range []string{"none", "partition", "pause-client", "kill-node", "clock-jump", "failover"} {
+			groups, err := faults.Lookup(nemesis)
+			if err != nil || faults.Check(groups, lib.topology) != nil {
+				continue // failover only where the topology has one
+			}
+			s := Defaults()
+			s.Topology, s.Lock, s.Nemesis, s.TTL = lib.topology, lib.lock, nemesis, Duration(time.Second)
+			row := lib.lock + " × " + nemesis
+			s.Name = "libs-" + lib.lock + "-" + nemesis
+			for seed := 1; seed <= seeds; seed++ {
+				s.Seed = int64(seed)
+				p := Planned{Row: row, Spec: s}
+				if nemesis == "none" {
+					p.Expect = &Expect{}
+				}
+				out = append(out, p)
 			}
 		}
 	}

@@ -33,7 +33,24 @@ func TestPlanSuite(t *testing.T) {
 	if len(full)-explore != 5*len(Catalog) || explore == 0 {
 		t.Errorf("full: %d catalog runs and %d randomised, want %d and some", len(full)-explore, explore, 5*len(Catalog))
 	}
-	if _, err := PlanSuite("weekly"); err == nil || !strings.Contains(err.Error(), "quick, full") {
+	libs, err := PlanSuite("libs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expected := 0
+	for _, p := range libs {
+		if err := p.Spec.Validate(); err != nil {
+			t.Errorf("%s: %v", p.Row, err)
+		}
+		if p.Expect != nil {
+			expected++
+		}
+	}
+	// 3 libraries x 5 faults (none has failover) x 3 seeds; "none" rows expect safety.
+	if len(libs) != 45 || expected != 9 {
+		t.Errorf("libs: %d runs, %d with an expectation; want 45 and 9", len(libs), expected)
+	}
+	if _, err := PlanSuite("weekly"); err == nil || !strings.Contains(err.Error(), "quick, full, libs") {
 		t.Errorf("unknown suite: %v", err)
 	}
 }

@@ -20,6 +20,8 @@ type MutexConfig struct {
 	Seed    int64
 	// Fenced makes the resource reject writes with an older fence.
 	Fenced bool
+	// Extend makes every holder extend its lease after its write.
+	Extend bool
 	// RecipePoints are the lock recipe's own pause points.
 	RecipePoints []string
 	Spawn        Spawn
@@ -146,6 +148,13 @@ func (m *Mutex) cycle(c *Client, token string) error {
 		return c.replace()
 	}
 	m.res.Write(history.Event{Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token}, w.Value, w.Fence)
+	if m.cfg.Extend {
+		ext := c.Do(Request{Op: history.Extend, Key: key, Token: token, TTLMs: ttl.Milliseconds()},
+			history.Event{F: history.Extend, Key: key, Token: token, TTLMs: ttl.Milliseconds()})
+		if ext.Type == history.Info {
+			return c.replace()
+		}
+	}
 
 	time.Sleep(m.cfg.Hold)
 	return m.release(c, key, token)

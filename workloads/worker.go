@@ -29,6 +29,7 @@ type worker struct {
 	out    *json.Encoder
 	outMu  sync.Mutex
 	locker locks.Locker
+	recipe string
 	leases map[string]locks.Lease
 	armed  map[string]bool
 }
@@ -46,7 +47,7 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 			c.Close()
 		}
 	}()
-	w := &worker{out: json.NewEncoder(out), leases: map[string]locks.Lease{}}
+	w := &worker{out: json.NewEncoder(out), leases: map[string]locks.Lease{}, recipe: recipe.Name}
 	w.locker = recipe.New(locks.Config{
 		Client:    clients[0],
 		Nodes:     clients,
@@ -135,6 +136,20 @@ func (w *worker) do(req Request) Message {
 		}
 		delete(w.leases, req.Key)
 		err = w.locker.Release(ctx, lease)
+	case history.Extend:
+		lease, ok := w.leases[req.Key]
+		ext, can := w.locker.(locks.Extender)
+		switch {
+		case !ok || lease.Token != req.Token:
+			err = fmt.Errorf("%w: this worker holds no lease %s on %s", locks.ErrNotHeld, req.Token, req.Key)
+		case !can:
+			err = fmt.Errorf("%w: lock %s cannot extend", locks.ErrNotHeld, w.recipe)
+		default:
+			if lease, err = ext.Extend(ctx, lease, time.Duration(req.TTLMs)*time.Millisecond); err == nil {
+				w.leases[req.Key] = lease
+				m.ValidMs = lease.Valid.Milliseconds()
+			}
+		}
 	case history.Write:
 		lease := w.leases[req.Key]
 		w.pausePoint(PointBeforeWrite)

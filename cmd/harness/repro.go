@@ -31,19 +31,9 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: harness repro [flags] NAME\n\nRuns the catalog scenario NAME for --seeds seeds and exits 0 exactly when every\nseed met the catalog's expectation (unsafe ones caught, safe ones passed).\nScenarios: %s\n\nFlags:\n", strings.Join(catalogNames(), ", "))
 		fs.PrintDefaults()
 	}
-	// Accept the name before or after the flags.
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitHarness
-	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
+	name, code, ok := parseNamed(fs, args)
+	if !ok {
+		return code
 	}
 	if name == "" {
 		fmt.Fprintln(stderr, "harness repro: which scenario? valid: "+strings.Join(catalogNames(), ", "))
@@ -113,6 +103,25 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parseNamed parses a verb's flags and its one NAME argument, which may
+// come before or after the flags. When it returns !ok, the verb exits with
+// code (0 for --help).
+func parseNamed(fs *flag.FlagSet, args []string) (name string, code int, ok bool) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", 0, false
+		}
+		return "", exitHarness, false
+	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+	}
+	return name, 0, true
 }
 
 func catalogNames() []string {

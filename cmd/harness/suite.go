@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,21 +20,12 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	store := fs.String("store", "store", "directory that keeps run directories; the suite report goes to STORE/suites/TIMESTAMP/")
 	checkTimeout := fs.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: harness suite [flags] %s\n\n  quick  every catalog scenario once, seed 1\n  full   every catalog scenario for 5 seeds, plus randomised runs (each topology x recipe\n         under a seeded mix of faults, 3 seeds) that explore without an expectation\n\nExits 0 exactly when every catalog run met its expectation. Ctrl-C stops after\nthe current run is stopped and keeps a partial report.\n\nFlags:\n", strings.Join(scenario.Suites, "|"))
+		fmt.Fprintf(stderr, "Usage: harness suite [flags] %s\n\n  quick  every catalog scenario once, seed 1\n  full   every catalog scenario for 5 seeds, plus randomised runs (each topology x recipe\n         under a seeded mix of faults, 3 seeds) that explore without an expectation\n  libs   every library recipe x {none, partition, pause-client, kill-node, clock-jump},\n         3 seeds; none must be safe, the rest are scored (scorecard.md)\n\nExits 0 exactly when every catalog run met its expectation. Ctrl-C stops after\nthe current run is stopped and keeps a partial report.\n\nFlags:\n", strings.Join(scenario.Suites, "|"))
 		fs.PrintDefaults()
 	}
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitHarness
-	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
+	name, code, ok := parseNamed(fs, args)
+	if !ok {
+		return code
 	}
 	if name == "" {
 		name = "quick"
