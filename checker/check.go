@@ -59,6 +59,8 @@ type checker struct {
 	uses map[tokenKey][]*op
 	// leases holds each key's grants, sorted by the start of their window.
 	leases map[string][]*lease
+	// leaseOf is each granted token's lease.
+	leaseOf map[tokenKey]*lease
 
 	res              Result
 	found            []found
@@ -84,6 +86,7 @@ func newChecker(events []history.Event, ops []op, opts Options) *checker {
 		acquires: make(map[tokenKey]*op),
 		uses:     make(map[tokenKey][]*op),
 		leases:   make(map[string][]*lease),
+		leaseOf:  make(map[tokenKey]*lease),
 		listed:   make(map[string]int),
 		unlisted: make(map[string]int),
 		perKey:   make(map[anomalyKey]int),

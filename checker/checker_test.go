@@ -250,7 +250,7 @@ func gcPause(fenced bool) *hist {
 
 func TestStaleWrite(t *testing.T) {
 	r := gcPause(false).check(t, Options{})
-	expect(t, r, map[string]int{StaleWrite: 1, LostUpdate: 1})
+	expect(t, r, map[string]int{StaleWrite: 1, LostUpdate: 1, ExpiredWrite: 1})
 	if r.Counter != (Counter{Acknowledged: 2, Final: 1}) {
 		t.Errorf("counter %+v", r.Counter)
 	}
@@ -495,4 +495,33 @@ func TestVerdictJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal([]byte(`"maybe"`), &v); err == nil {
 		t.Error(`"maybe" unmarshaled as a verdict`)
 	}
+}
+
+// A client whose lease ran out acts on it although nobody else took the
+// lock: no write is stale, but the resource accepted a write the servers
+// no longer backed.
+func TestExpiredWrite(t *testing.T) {
+	h := newHist()
+	h.acquire(0, key, "A", 0, 5, ok)
+	h.write(0, key, "A", 100, 1500, ok, 0, 1)
+	r := h.check(t, Options{Slack: 2 * time.Millisecond})
+	expect(t, r, map[string]int{ExpiredWrite: 1})
+	mentions(t, finding(t, r, ExpiredWrite).Narrative, "its lease had certainly expired by 1.007 s", "1.500 s the resource accepted its write")
+
+	// The same write within the lease, or one that fencing refused, is fine.
+	h = newHist()
+	h.acquire(0, key, "A", 0, 5, ok)
+	h.write(0, key, "A", 100, 900, ok, 0, 1)
+	expect(t, h.check(t, Options{Slack: 2 * time.Millisecond}), nil)
+	h = newHist()
+	h.acquire(0, key, "A", 0, 5, ok).fence(1)
+	h.write(0, key, "A", 100, 1500, fail, 0, 1).fence(1)
+	expect(t, h.check(t, Options{Slack: 2 * time.Millisecond}), nil)
+
+	// An extend that landed keeps the lease alive past the first TTL.
+	h = newHist()
+	h.acquire(0, key, "A", 0, 5, ok)
+	h.extend(9, key, "A", 800, 805, ok, 1000) // the watchdog's own process
+	h.write(0, key, "A", 100, 1500, ok, 0, 1)
+	expect(t, h.check(t, Options{Slack: 2 * time.Millisecond}), nil)
 }

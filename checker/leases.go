@@ -26,6 +26,9 @@ type lease struct {
 	certBy *op
 	// release is the first release of the lease after its grant, if any.
 	release *op
+	// hi is when the lease had certainly expired on the server (slack
+	// included; forever when an extend of unknown outcome may have landed).
+	hi int64
 }
 
 // foreignUse is an extend or release that succeeded although its lease
@@ -103,6 +106,9 @@ func (c *checker) auditLeases() {
 			keys = append(keys, o.key)
 		}
 		c.leases[o.key] = append(c.leases[o.key], l)
+		if audit {
+			c.leaseOf[k] = l
+		}
 	}
 	foreign = append(foreign, c.ungrantedUses()...)
 
@@ -176,6 +182,7 @@ func (c *checker) walkLease(acq *op, uses []*op, audit bool) (*lease, []foreignU
 	if l.certEnd != forever {
 		l.certEnd -= c.slack
 	}
+	l.hi = plus(hi, c.slack)
 	return l, foreign
 }
 

@@ -29,7 +29,27 @@ func (c *checker) auditResource() {
 	// recorder stamps together with the effect.
 	sort.Slice(accepted, func(i, j int) bool { return accepted[i].done < accepted[j].done })
 	c.auditStaleWrites(accepted)
+	c.auditExpiredWrites(accepted)
 	c.auditCounter(accepted)
+}
+
+// auditExpiredWrites flags an accepted write that landed after its lease
+// had certainly expired on the servers: the client acted on a lock it no
+// longer held, whatever it (or its library) believed.
+func (c *checker) auditExpiredWrites(accepted []*op) {
+	for _, w := range accepted {
+		g := c.grantOf(w)
+		if g == nil {
+			continue
+		}
+		l := c.leaseOf[tokenKey{w.key, w.token}]
+		if l == nil || l.hi == forever || w.doneT <= l.hi {
+			continue
+		}
+		narrative := fmt.Sprintf("%s %s acquired %s; its lease had certainly expired by %s; %s the resource accepted its write (stored %s), %s after that",
+			secs(g.doneT), who(g), grantee(g), secs(l.hi), secs(w.doneT), value(w.stored), secs(w.doneT-l.hi))
+		c.report(ExpiredWrite, w.key, positions(g, w), narrative)
+	}
 }
 
 // auditStaleWrites flags an accepted write whose grant is certainly older

@@ -18,10 +18,15 @@ const (
 	LostUpdate     = "lost-update"
 	ForeignRelease = "foreign-release"
 	StuckLock      = "stuck-lock"
+	// ExpiredWrite: the resource accepted a write from a client whose lease
+	// had certainly expired on the servers, though the client (or its
+	// library) still believed it held the lock. It is caught even when no
+	// newer holder wrote in between, which stale-write needs.
+	ExpiredWrite = "expired-write"
 )
 
 // AnomalyNames lists every anomaly in report order.
-var AnomalyNames = []string{DoubleGrant, StaleWrite, LostUpdate, ForeignRelease, StuckLock}
+var AnomalyNames = []string{DoubleGrant, StaleWrite, LostUpdate, ForeignRelease, StuckLock, ExpiredWrite}
 
 // Verdict is Jepsen's three-valued result: valid, invalid or unknown.
 type Verdict int

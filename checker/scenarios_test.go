@@ -17,7 +17,7 @@ func TestScenarioClientPause(t *testing.T) {
 	// gc-pause (S1): the lock behaved; the client misused it. The lease
 	// model has nothing to object to; the resource audit does.
 	r := gcPause(false).check(t, Options{Slack: slack})
-	expect(t, r, map[string]int{StaleWrite: 1, LostUpdate: 1})
+	expect(t, r, map[string]int{StaleWrite: 1, LostUpdate: 1, ExpiredWrite: 1})
 	linear(t, r, LeaseLockModel, LinearOK)
 	linear(t, r, FencedMutexModel, LinearOK)
 

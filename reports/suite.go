@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/lockharness/lockharness/checker"
 )
 
 // Suite is a suite's results.json: every run of every row, expected
@@ -111,7 +113,7 @@ func (s Suite) Scorecard() string {
 	return b.String()
 }
 
-var anomalyColumns = []string{"double-grant", "stale-write", "lost-update", "foreign-release", "stuck-lock"}
+var anomalyColumns = checker.AnomalyNames
 
 // ReadSuite reads a suite's results.json.
 func ReadSuite(dir string) (Suite, error) {
