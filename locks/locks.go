@@ -200,23 +200,10 @@ func NewClient(t Target, opTimeout time.Duration) *redis.Client {
 		}
 		return dialer.DialContext(ctx, network, addr)
 	}
-	if t.Master != "" {
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:            t.Master,
-			SentinelAddrs:         t.Sentinels,
-			Dialer:                dial,
-			MaxRetries:            -1,
-			DialerRetries:         1,
-			ContextTimeoutEnabled: true,
-			DialTimeout:           opTimeout,
-			ReadTimeout:           opTimeout,
-			WriteTimeout:          opTimeout,
-			PoolSize:              4,
-			DisableIdentity:       true,
-		})
-	}
-	return redis.NewClient(&redis.Options{
-		Addr:                  t.Addr,
+	// One set of options serves both kinds of client; for a sentinel
+	// target the addresses are the sentinels'.
+	opts := &redis.UniversalOptions{
+		Addrs:                 []string{t.Addr},
 		Dialer:                dial,
 		MaxRetries:            -1,
 		DialerRetries:         1,
@@ -226,5 +213,10 @@ func NewClient(t Target, opTimeout time.Duration) *redis.Client {
 		WriteTimeout:          opTimeout,
 		PoolSize:              4,
 		DisableIdentity:       true,
-	})
+	}
+	if t.Master != "" {
+		opts.MasterName, opts.Addrs = t.Master, t.Sentinels
+		return redis.NewFailoverClient(opts.Failover())
+	}
+	return redis.NewClient(opts.Simple())
 }
