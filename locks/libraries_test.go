@@ -177,32 +177,6 @@ func TestRedsyncDefaultTriesWait(t *testing.T) {
 	}
 }
 
-// On several nodes a refusal is "no quorum", never "busy".
-func TestRedsyncQuorum(t *testing.T) {
-	ctx := context.Background()
-	nodes, clients := startNodes(t, 3)
-	l, _ := libLocker(t, "redsync:tries=1", clients)
-	nodes[0].Kill()
-	a, err := l.Acquire(ctx, "k", "A", 2*time.Second)
-	if err != nil {
-		t.Fatalf("2 of 3 nodes up: %v", err)
-	}
-	if a.Valid <= 0 || a.Valid >= 2*time.Second {
-		t.Errorf("validity %v", a.Valid)
-	}
-	if _, err := l.Acquire(ctx, "k", "B", 2*time.Second); !errors.Is(err, ErrNoQuorum) || strings.Contains(err.Error(), "busy") {
-		t.Fatalf("second acquire: %v, want no quorum and never busy", err)
-	}
-	if err := l.Release(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	nodes[1].Kill()
-	_, err = l.Acquire(ctx, "k", "C", 2*time.Second)
-	if err == nil || Definite(err) && !errors.Is(err, ErrNoQuorum) {
-		t.Fatalf("1 of 3 nodes up: %v", err)
-	}
-}
-
 // S11: A's lease expires, B acquires and releases, A's Extend succeeds
 // only with WithSetNXOnExtend, re-creating the key under A's token.
 func TestRedsyncExtendAfterExpiry(t *testing.T) {

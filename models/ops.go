@@ -123,55 +123,27 @@ type Output struct {
 // appearance, so porcupine's visualization draws one lane per process.
 // Operations come out in invoke order.
 func Operations(events []history.Event) ([]porcupine.Operation, error) {
-	// First pair each lock operation's invoke with its completion, then
-	// build each operation once.
-	type pair struct{ inv, done int } // positions in events; done -1 if none
 	var end int64
 	for i := range events {
 		end = max(end, events[i].Time)
 	}
 	end++ // after the last event: unknown outcomes land no later than "never"
 
-	pairs := make([]pair, 0, len(events)/2+1)
-	type outstanding struct{ pair, inv int } // pair -1 for a resource op
-	open := make(map[history.Process]outstanding)
+	all, err := history.Pairs(events)
+	if err != nil {
+		return nil, err
+	}
+	// Only lock operations; the resource's writes and reads are left out.
+	type pair struct{ inv, done int } // positions in events; done -1 if none
+	pairs := make([]pair, 0, len(all))
 	needTTLs := false
-	for i := range events {
-		e := &events[i]
-		if e.IsNemesis() {
+	for _, p := range all {
+		inv := &events[p.Inv]
+		if _, lock := lockKind(inv.F); !lock {
 			continue
 		}
-		switch e.Type {
-		case history.Invoke:
-			if o, busy := open[e.Process]; busy {
-				inv := &events[o.inv]
-				return nil, fmt.Errorf("event %d: process %s invokes %s while its %s invoked at event %d is still outstanding",
-					e.Index, e.Process, e.F, inv.F, inv.Index)
-			}
-			if _, lock := lockKind(e.F); !lock {
-				open[e.Process] = outstanding{pair: -1, inv: i}
-				continue
-			}
-			needTTLs = needTTLs || e.F == history.Extend && e.TTLMs <= 0
-			open[e.Process] = outstanding{pair: len(pairs), inv: i}
-			pairs = append(pairs, pair{inv: i, done: -1})
-		case history.OK, history.Fail, history.Info:
-			o, busy := open[e.Process]
-			if !busy {
-				return nil, fmt.Errorf("event %d: %s completion of %s by process %s has no outstanding invoke",
-					e.Index, e.Type, e.F, e.Process)
-			}
-			if inv := &events[o.inv]; e.F != inv.F {
-				return nil, fmt.Errorf("event %d: %s completion of %s by process %s does not match its outstanding %s invoked at event %d",
-					e.Index, e.Type, e.F, e.Process, inv.F, inv.Index)
-			}
-			if o.pair >= 0 {
-				pairs[o.pair].done = i
-			}
-			delete(open, e.Process)
-		default:
-			return nil, fmt.Errorf("event %d: type %q is not one of invoke, ok, fail, info", e.Index, e.Type)
-		}
+		needTTLs = needTTLs || inv.F == history.Extend && inv.TTLMs <= 0
+		pairs = append(pairs, pair{inv: p.Inv, done: p.Done})
 	}
 
 	// What the operation's completion says, if it says anything: an info
