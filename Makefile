@@ -5,10 +5,14 @@ SHIM  := bin/libclockshim.so
 SUDO  := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 PKGS  := redis-server redis-sentinel redis-tools chromium
 
-.PHONY: setup deps build test test-short lint bench repro-failover repro suite suite-full report serve clean
+IMAGE ?= lockharness/redis:local
 
-## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, then build bin/harness
+.PHONY: setup deps build docker-image docker-clean test test-short lint bench repro-failover repro suite suite-full report serve clean
+
+## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
 setup: deps build
+	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory docker-image; \
+	else echo "no Docker engine answers: skipping the node image; the docker backend's tests will skip"; fi
 
 deps:
 	@if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null && command -v chromium >/dev/null; then \
@@ -30,6 +34,17 @@ build:
 	$(GO) build -o $(BIN) ./cmd/harness
 	@mkdir -p bin
 	gcc -shared -fPIC -O2 -Wall -o $(SHIM) internal/clockshim/csrc/clockshim.c -ldl
+
+## docker-image: build the docker backend's node image ($(IMAGE)) FROM scratch out of the host's redis-server and the libraries it loads
+docker-image: build
+	docker/rootfs.sh docker/rootfs $(SHIM)
+	@out=$$(docker build -q -t $(IMAGE) docker 2>&1) || { echo "$$out"; exit 1; }
+	@echo "image $(IMAGE): redis-server $$(docker run --rm --network none $(IMAGE) --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
+
+## docker-clean: remove every container any harness started (label lockharness.pid), running or not
+docker-clean:
+	@ids=$$(docker ps -aq --filter label=lockharness.pid); \
+	if [ -n "$$ids" ]; then docker rm -f $$ids >/dev/null && echo "removed $$(echo $$ids | wc -w) containers"; else echo "no harness containers"; fi
 
 ## test: lint, then every test, including the ones that run real redis-server processes and faults
 test: lint
@@ -76,4 +91,4 @@ serve: build
 	$(BIN) serve --store store --addr 127.0.0.1:8080
 
 clean:
-	rm -rf bin
+	rm -rf bin docker/rootfs

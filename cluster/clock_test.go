@@ -21,7 +21,7 @@ func startClockNode(t *testing.T, persistence string) *LocalNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := StartLocalConfig(context.Background(), LocalConfig{Name: "n1", Dir: t.TempDir(), Persistence: persistence, Clock: true, ClockShim: lib})
+	n, err := StartLocalConfig(context.Background(), NodeConfig{Name: "n1", Dir: t.TempDir(), Persistence: persistence, Clock: true, ClockShim: lib})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestClockOffsetNeedsTheShim(t *testing.T) {
 
 func TestStartFailsWhenTheShimIsNotLoaded(t *testing.T) {
 	needRedis(t)
-	_, err := StartLocalConfig(context.Background(), LocalConfig{Name: "n1", Dir: t.TempDir(), Clock: true, ClockShim: "/nonexistent/libclockshim.so"})
+	_, err := StartLocalConfig(context.Background(), NodeConfig{Name: "n1", Dir: t.TempDir(), Clock: true, ClockShim: "/nonexistent/libclockshim.so"})
 	if err == nil {
 		t.Fatal("a node started although its clock shim does not exist")
 	}

@@ -1,8 +1,9 @@
 // Package cluster starts the Redis topologies a run tests, built from nodes
 // that a backend provides. The local backend (the default) runs redis-server
-// processes on 127.0.0.1; every node can be stopped, killed, restarted on
-// the same port and directory, paused and resumed, which is what the
-// process faults need.
+// processes on 127.0.0.1; the docker backend runs each node in a container
+// of a chosen image with host networking, so both look the same from the
+// outside. Every node can be stopped, killed, restarted on the same port
+// and directory, paused and resumed, which is what the process faults need.
 package cluster
 
 import (
@@ -26,7 +27,13 @@ var Persistences = []string{PersistNone, PersistAOFAlways}
 // Topologies and backends this build knows.
 var (
 	Topologies = []string{"single", "sentinel", "redlock"}
-	Backends   = []string{"local"}
+	Backends   = []string{BackendLocal, BackendDocker}
+)
+
+// Backends: where nodes run.
+const (
+	BackendLocal  = "local"
+	BackendDocker = "docker"
 )
 
 // Node is one Redis server.
@@ -51,8 +58,10 @@ type Node interface {
 
 // Spec says what to start.
 type Spec struct {
-	Topology    string
-	Backend     string
+	Topology string
+	Backend  string
+	// Image is the docker backend's node image; empty means DefaultImage.
+	Image       string
 	Persistence string
 	// Dir holds one directory per node (data and log).
 	Dir string
@@ -80,6 +89,31 @@ type Cluster struct {
 	Internal map[string]string
 	// Master is the name the sentinels monitor the primary under.
 	Master string
+
+	backend backend
+}
+
+// backend starts nodes somewhere: as local processes or as containers.
+type backend interface {
+	start(ctx context.Context, cfg NodeConfig) (Node, error)
+	// close releases the backend once its nodes are stopped.
+	close() error
+}
+
+type localBackend struct{}
+
+func (localBackend) start(ctx context.Context, cfg NodeConfig) (Node, error) {
+	n, err := StartLocalConfig(ctx, cfg)
+	if err != nil {
+		return nil, err // not a typed nil in a Node
+	}
+	return n, nil
+}
+func (localBackend) close() error { return nil }
+
+// startNode starts one node of the topology with the cluster's backend.
+func (c *Cluster) startNode(ctx context.Context, cfg NodeConfig) (Node, error) {
+	return c.backend.start(ctx, cfg)
 }
 
 // Validate reports the first unknown name in the spec, listing the valid ones.
@@ -89,6 +123,9 @@ func (s Spec) Validate() error {
 	}
 	if err := OneOf("backend", s.Backend, Backends); err != nil {
 		return err
+	}
+	if s.Image != "" && s.Backend != BackendDocker {
+		return fmt.Errorf("--image %q needs the docker backend, not %q", s.Image, s.Backend)
 	}
 	return OneOf("persistence", s.Persistence, Persistences)
 }
@@ -106,22 +143,36 @@ func OneOf(what, v string, valid []string) error {
 
 // Start starts every node of the topology and waits until each answers PING.
 // On error, whatever started is stopped again.
-func Start(ctx context.Context, s Spec) (*Cluster, error) {
+func Start(ctx context.Context, s Spec) (c *Cluster, err error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	c = &Cluster{Topology: s.Topology, backend: localBackend{}}
+	if s.Backend == BackendDocker {
+		if c.backend, err = newDockerBackend(ctx, s.Image); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
 	switch s.Topology {
 	case "sentinel":
-		return startSentinel(ctx, s)
+		err = c.startSentinel(ctx, s)
 	case "redlock":
-		return startRedlock(ctx, s)
+		err = c.startRedlock(ctx, s)
+	default:
+		var n Node
+		n, err = c.startNode(ctx, NodeConfig{Name: "n1", Dir: filepath.Join(s.Dir, "n1"), Persistence: s.Persistence, Clock: s.Clock})
+		if n != nil {
+			c.Nodes = append(c.Nodes, n)
+		}
 	}
-	c := &Cluster{Topology: s.Topology}
-	n, err := StartLocalConfig(ctx, LocalConfig{Name: "n1", Dir: filepath.Join(s.Dir, "n1"), Persistence: s.Persistence, Clock: s.Clock})
 	if err != nil {
 		return nil, err
 	}
-	c.Nodes = append(c.Nodes, n)
 	return c, nil
 }
 
@@ -137,12 +188,15 @@ func (c *Cluster) Node(name string) (Node, error) {
 	return nil, fmt.Errorf("no node %q (nodes: %s)", name, strings.Join(names, ", "))
 }
 
-// Close stops every node and sentinel. Paused nodes are resumed first so
-// they can exit.
+// Close stops every node and sentinel, then the backend. Paused nodes are
+// resumed first so they can exit; containers are removed.
 func (c *Cluster) Close() error {
 	var errs []error
 	for _, n := range append(append([]Node(nil), c.Sentinels...), c.Nodes...) {
 		errs = append(errs, n.Stop())
+	}
+	if c.backend != nil {
+		errs = append(errs, c.backend.close())
 	}
 	return errors.Join(errs...)
 }

@@ -19,8 +19,9 @@ import (
 	"github.com/lockharness/lockharness/internal/proc"
 )
 
-// LocalNode is a redis-server (or redis-sentinel) child process on 127.0.0.1.
-type LocalNode struct {
+// serverConf is what a node runs with, whichever backend runs it: its
+// name, port, directory, arguments and clock offset file.
+type serverConf struct {
 	name        string
 	dir         string
 	port        int
@@ -30,6 +31,11 @@ type LocalNode struct {
 	// clockLib and clockFile are the clock shim and the node's offset file;
 	// empty when the node runs without the shim.
 	clockLib, clockFile string
+}
+
+// LocalNode is a redis-server (or redis-sentinel) child process on 127.0.0.1.
+type LocalNode struct {
+	*serverConf
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -37,8 +43,8 @@ type LocalNode struct {
 	paused bool
 }
 
-// LocalConfig describes a local node.
-type LocalConfig struct {
+// NodeConfig describes a node, for either backend.
+type NodeConfig struct {
 	Name, Dir   string
 	Persistence string
 	// Port is the node's port; 0 picks a free one.
@@ -58,28 +64,46 @@ type LocalConfig struct {
 
 // StartLocal starts redis-server on a free port with its data and log in dir.
 func StartLocal(ctx context.Context, name, dir, persistence string) (*LocalNode, error) {
-	return StartLocalConfig(ctx, LocalConfig{Name: name, Dir: dir, Persistence: persistence})
+	return StartLocalConfig(ctx, NodeConfig{Name: name, Dir: dir, Persistence: persistence})
 }
 
 // StartLocalConfig starts a node as cfg describes and waits for its PONG.
-func StartLocalConfig(ctx context.Context, cfg LocalConfig) (*LocalNode, error) {
+func StartLocalConfig(ctx context.Context, cfg NodeConfig) (*LocalNode, error) {
+	conf, err := newServerConf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n := &LocalNode{serverConf: conf}
+	if err := n.start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// newServerConf checks cfg, makes the node's directory (absolute, so a
+// container can mount it at the same path), picks a port, and writes the
+// clock offset file and a sentinel's configuration.
+func newServerConf(cfg NodeConfig) (*serverConf, error) {
 	if cfg.Persistence == "" {
 		cfg.Persistence = PersistNone
 	}
 	if err := OneOf("persistence", cfg.Persistence, Persistences); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	port := cfg.Port
 	if port == 0 {
-		var err error
 		if port, err = FreePort(); err != nil {
 			return nil, err
 		}
 	}
-	n := &LocalNode{name: cfg.Name, dir: cfg.Dir, port: port, persistence: cfg.Persistence, extra: cfg.Args, sentinel: cfg.Sentinel}
+	n := &serverConf{name: cfg.Name, dir: dir, port: port, persistence: cfg.Persistence, extra: cfg.Args, sentinel: cfg.Sentinel}
 	if cfg.Clock || cfg.ClockShim != "" {
 		if err := n.setupClock(cfg.ClockShim); err != nil {
 			return nil, err
@@ -90,15 +114,12 @@ func StartLocalConfig(ctx context.Context, cfg LocalConfig) (*LocalNode, error) 
 			return nil, err
 		}
 	}
-	if err := n.start(ctx); err != nil {
-		return nil, err
-	}
 	return n, nil
 }
 
 // writeSentinelConf writes the sentinel's configuration once: sentinel
 // rewrites the file as it learns, and a restarted sentinel must keep that.
-func (n *LocalNode) writeSentinelConf() error {
+func (n *serverConf) writeSentinelConf() error {
 	lines := []string{
 		"bind 127.0.0.1",
 		"port " + strconv.Itoa(n.port),
@@ -112,7 +133,7 @@ func (n *LocalNode) writeSentinelConf() error {
 }
 
 // setupClock resolves the shim and writes the offset file with 0.
-func (n *LocalNode) setupClock(lib string) error {
+func (n *serverConf) setupClock(lib string) error {
 	if lib == "" {
 		var err error
 		if lib, err = clockshim.Find(); err != nil {
@@ -138,7 +159,7 @@ func (n *LocalNode) setupClock(lib string) error {
 // expiry times are absolute, so moving forward expires them early and
 // moving back keeps them alive longer. It fails when the node runs without
 // the clock shim.
-func (n *LocalNode) SetClockOffset(d time.Duration) error {
+func (n *serverConf) SetClockOffset(d time.Duration) error {
 	if n.clockFile == "" {
 		return fmt.Errorf("node %s runs without the clock shim (start it with Clock set)", n.name)
 	}
@@ -149,7 +170,7 @@ func (n *LocalNode) SetClockOffset(d time.Duration) error {
 }
 
 // ClockOffset is the node's current clock offset; 0 without the shim.
-func (n *LocalNode) ClockOffset() time.Duration {
+func (n *serverConf) ClockOffset() time.Duration {
 	if n.clockFile == "" {
 		return 0
 	}
@@ -157,7 +178,7 @@ func (n *LocalNode) ClockOffset() time.Duration {
 	return d
 }
 
-func (n *LocalNode) confPath() string { return filepath.Join(n.dir, "sentinel.conf") }
+func (n *serverConf) confPath() string { return filepath.Join(n.dir, "sentinel.conf") }
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.
 func FreePort() (int, error) {
@@ -169,11 +190,11 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (n *LocalNode) Name() string { return n.name }
-func (n *LocalNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
+func (n *serverConf) Name() string { return n.name }
+func (n *serverConf) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
 
 // LogPath is the node's log.
-func (n *LocalNode) LogPath() string {
+func (n *serverConf) LogPath() string {
 	if n.sentinel {
 		return filepath.Join(n.dir, "sentinel.log")
 	}
@@ -181,9 +202,9 @@ func (n *LocalNode) LogPath() string {
 }
 
 // Port is the node's own port.
-func (n *LocalNode) Port() int { return n.port }
+func (n *serverConf) Port() int { return n.port }
 
-func (n *LocalNode) args() []string {
+func (n *serverConf) args() []string {
 	if n.sentinel {
 		return []string{n.confPath()}
 	}
@@ -204,6 +225,15 @@ func (n *LocalNode) args() []string {
 	return append(a, n.extra...)
 }
 
+// clearData makes a restart without persistence come back empty, whatever
+// an earlier configuration left behind.
+func (n *serverConf) clearData() {
+	if n.persistence == PersistNone && !n.sentinel {
+		os.RemoveAll(filepath.Join(n.dir, "appendonlydir"))
+		os.Remove(filepath.Join(n.dir, "dump.rdb"))
+	}
+}
+
 func (n *LocalNode) start(ctx context.Context) error {
 	binary := "redis-server"
 	if n.sentinel {
@@ -213,12 +243,7 @@ func (n *LocalNode) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s not found on PATH (run `make setup`): %w", binary, err)
 	}
-	if n.persistence == PersistNone && !n.sentinel {
-		// A restart without persistence must come back empty, whatever an
-		// earlier configuration left behind.
-		os.RemoveAll(filepath.Join(n.dir, "appendonlydir"))
-		os.Remove(filepath.Join(n.dir, "dump.rdb"))
-	}
+	n.clearData()
 	cmd := exec.Command(bin, n.args()...)
 	cmd.Dir = n.dir
 	if n.clockFile != "" {
@@ -241,7 +266,7 @@ func (n *LocalNode) start(ctx context.Context) error {
 		return err
 	}
 	if n.clockFile != "" {
-		if err := n.checkShimLoaded(cmd); err != nil {
+		if err := n.checkShimLoaded(cmd.Process.Pid, filepath.Base(cmd.Path)); err != nil {
 			n.Kill()
 			return err
 		}
@@ -249,28 +274,42 @@ func (n *LocalNode) start(ctx context.Context) error {
 	return nil
 }
 
-// checkShimLoaded makes sure the shim is in the process: the dynamic loader
+// checkShimLoaded makes sure the shim is in process pid: the dynamic loader
 // only warns on stderr and goes on when it cannot preload a library.
-func (n *LocalNode) checkShimLoaded(cmd *exec.Cmd) error {
-	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", cmd.Process.Pid))
+func (n *serverConf) checkShimLoaded(pid int, what string) error {
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.name, err)
 	}
 	if !strings.Contains(string(maps), filepath.Base(n.clockLib)) {
-		return fmt.Errorf("node %s: %s did not load the clock shim %s", n.name, filepath.Base(cmd.Path), n.clockLib)
+		return fmt.Errorf("node %s: %s did not load the clock shim %s", n.name, what, n.clockLib)
 	}
 	return nil
 }
 
 func (n *LocalNode) waitReady(ctx context.Context, exited <-chan struct{}) error {
+	return n.waitPong(ctx, func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+			return false
+		}
+	}, filepath.Base(n.cmd.Path))
+}
+
+// waitPong waits up to 15 s for the node's PONG, and fails at once when
+// gone says the server exited, with the end of its log.
+func (n *serverConf) waitPong(ctx context.Context, gone func() bool, what string) error {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if Ping(n.Addr(), 200*time.Millisecond) == nil {
 			return nil
 		}
+		if gone() {
+			return fmt.Errorf("node %s: %s exited during start-up; log %s ends:\n%s", n.name, what, n.LogPath(), tail(n.LogPath(), 5))
+		}
 		select {
-		case <-exited:
-			return fmt.Errorf("node %s: %s exited during start-up; log %s ends:\n%s", n.name, filepath.Base(n.cmd.Path), n.LogPath(), tail(n.LogPath(), 5))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(10 * time.Millisecond):

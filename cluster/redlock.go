@@ -11,29 +11,23 @@ const DefaultRedlockNodes = 5
 
 // startRedlock starts N independent primaries, n1..nN, as the Redlock
 // algorithm wants: no replication, no shared fate.
-func startRedlock(ctx context.Context, s Spec) (c *Cluster, err error) {
+func (c *Cluster) startRedlock(ctx context.Context, s Spec) error {
 	n := s.Nodes
 	if n == 0 {
 		n = DefaultRedlockNodes
 	}
 	if n < 3 {
-		return nil, fmt.Errorf("a redlock topology needs at least 3 nodes, got %d", n)
+		return fmt.Errorf("a redlock topology needs at least 3 nodes, got %d", n)
 	}
-	c = &Cluster{Topology: "redlock"}
-	defer func() {
-		if err != nil {
-			c.Close()
-		}
-	}()
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("n%d", i)
-		node, err := StartLocalConfig(ctx, LocalConfig{Name: name, Dir: filepath.Join(s.Dir, name), Persistence: s.Persistence, Clock: s.Clock})
+		node, err := c.startNode(ctx, NodeConfig{Name: name, Dir: filepath.Join(s.Dir, name), Persistence: s.Persistence, Clock: s.Clock})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.Nodes = append(c.Nodes, node)
 	}
-	return c, nil
+	return nil
 }
 
 // Quorum is the majority of the topology's nodes.

@@ -29,27 +29,22 @@ const (
 // so a private replication proxy per replica would not survive. Every node
 // announces its internal address, so sentinels reach replicas, and later a
 // promoted one, through their proxies too.
-func startSentinel(ctx context.Context, s Spec) (c *Cluster, err error) {
+func (c *Cluster) startSentinel(ctx context.Context, s Spec) error {
 	if s.Link == nil {
-		return nil, errors.New("sentinel topology needs a Link function for its internal proxies")
+		return errors.New("sentinel topology needs a Link function for its internal proxies")
 	}
-	c = &Cluster{Topology: "sentinel", Internal: map[string]string{}, Master: masterName}
-	defer func() {
-		if err != nil {
-			c.Close()
-		}
-	}()
+	c.Internal, c.Master = map[string]string{}, masterName
 	names := []string{"n1", "n2", "n3"}
 	ports := map[string]int{}
 	for _, name := range names {
 		port, err := FreePort()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ports[name] = port
 		addr, err := s.Link("int-"+name, "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.Internal[name] = addr
 	}
@@ -64,17 +59,17 @@ func startSentinel(ctx context.Context, s Spec) (c *Cluster, err error) {
 		if i > 0 {
 			args = append(args, "--replicaof", primaryHost, primaryPort)
 		}
-		n, err := StartLocalConfig(ctx, LocalConfig{Name: name, Dir: filepath.Join(s.Dir, name),
+		n, err := c.startNode(ctx, NodeConfig{Name: name, Dir: filepath.Join(s.Dir, name),
 			Persistence: s.Persistence, Port: ports[name], Args: args, Clock: s.Clock})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
 	for _, name := range []string{"s1", "s2", "s3"} {
 		port, err := FreePort()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		conf := []string{
 			"sentinel announce-ip 127.0.0.1",
@@ -84,16 +79,13 @@ func startSentinel(ctx context.Context, s Spec) (c *Cluster, err error) {
 			fmt.Sprintf("sentinel failover-timeout %s %d", masterName, failoverTimeout.Milliseconds()),
 			fmt.Sprintf("sentinel parallel-syncs %s 2", masterName),
 		}
-		n, err := StartLocalConfig(ctx, LocalConfig{Name: name, Dir: filepath.Join(s.Dir, name), Port: port, Args: conf, Sentinel: true})
+		n, err := c.startNode(ctx, NodeConfig{Name: name, Dir: filepath.Join(s.Dir, name), Port: port, Args: conf, Sentinel: true})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.Sentinels = append(c.Sentinels, n)
 	}
-	if err := c.waitSettled(ctx, c.Internal["n1"], 30*time.Second); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c.waitSettled(ctx, c.Internal["n1"], 30*time.Second)
 }
 
 // waitSettled waits until the primary at primaryAddr has both replicas

@@ -36,7 +36,7 @@ func startClockNode(t *testing.T) cluster.Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := cluster.StartLocalConfig(context.Background(), cluster.LocalConfig{Name: "n1", Dir: t.TempDir(), Clock: true, ClockShim: lib})
+	n, err := cluster.StartLocalConfig(context.Background(), cluster.NodeConfig{Name: "n1", Dir: t.TempDir(), Clock: true, ClockShim: lib})
 	if err != nil {
 		t.Fatal(err)
 	}

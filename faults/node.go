@@ -54,10 +54,13 @@ var killNode = Fault{
 		if err == nil {
 			detail = fmt.Sprintf("client %d just acquired", holder)
 		}
+		// The window opens before the kill: the server dies at once, while
+		// a container engine may take tens of milliseconds to confirm it.
+		end := env.Begin("kill-node", n.Name(), detail+"; restart in "+delay.String())
 		if err := n.Kill(); err != nil {
+			end("kill failed")
 			return err
 		}
-		end := env.Begin("kill-node", n.Name(), detail+"; restart in "+delay.String())
 		time.Sleep(delay)
 		// Restart even when the run is ending: the final heal needs the node.
 		err = n.Restart(context.Background())

@@ -168,7 +168,7 @@ func TestWaitNeedsAReplica(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed; run `make setup`")
 	}
-	primary, err := cluster.StartLocalConfig(ctx, cluster.LocalConfig{Name: "n1", Dir: t.TempDir(),
+	primary, err := cluster.StartLocalConfig(ctx, cluster.NodeConfig{Name: "n1", Dir: t.TempDir(),
 		Args: []string{"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"}})
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestWaitNeedsAReplica(t *testing.T) {
 	}
 
 	host, port, _ := strings.Cut(primary.Addr(), ":")
-	replica, err := cluster.StartLocalConfig(ctx, cluster.LocalConfig{Name: "n2", Dir: t.TempDir(), Args: []string{"--replicaof", host, port}})
+	replica, err := cluster.StartLocalConfig(ctx, cluster.NodeConfig{Name: "n2", Dir: t.TempDir(), Args: []string{"--replicaof", host, port}})
 	if err != nil {
 		t.Fatal(err)
 	}

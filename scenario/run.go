@@ -56,6 +56,10 @@ func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 	if err := spec.Validate(); err != nil {
 		return Outcome{}, err
 	}
+	if spec.Backend == cluster.BackendDocker && spec.Image == "" {
+		// Recorded, so results.json says which server was tested.
+		spec.Image = cluster.DefaultImage
+	}
 	recipe, _, _ := locks.ParseLock(spec.Lock)
 	nemesis, _ := faults.Lookup(spec.Nemesis)
 	dir, err := reports.NewRunDir(opt.Store, spec.Name, time.Now())
@@ -114,10 +118,14 @@ func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 // drive runs the topology, workload and nemesis, and always stops them.
 func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nemesis []faults.Group,
 	dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any)) error {
-	logf("starting %s topology (%s backend) in %s", spec.Topology, spec.Backend, dir)
+	where := spec.Backend + " backend"
+	if spec.Image != "" {
+		where += ", image " + spec.Image
+	}
+	logf("starting %s topology (%s) in %s", spec.Topology, where, dir)
 	net := faults.NewNetwork()
 	defer net.Close()
-	cl, err := cluster.Start(ctx, cluster.Spec{Topology: spec.Topology, Backend: spec.Backend,
+	cl, err := cluster.Start(ctx, cluster.Spec{Topology: spec.Topology, Backend: spec.Backend, Image: spec.Image,
 		Persistence: spec.Persistence, Dir: filepath.Join(dir, "nodes"), Link: net.Proxy, Nodes: spec.Nodes,
 		Clock: faults.NeedsClock(nemesis)})
 	if err != nil {

@@ -24,6 +24,8 @@ type Spec struct {
 	Name     string `json:"name"`
 	Topology string `json:"topology"`
 	Backend  string `json:"backend"`
+	// Image is the docker backend's node image (empty: cluster.DefaultImage).
+	Image    string `json:"image,omitempty"`
 	Lock     string `json:"lock"`
 	Workload string `json:"workload"`
 	Nemesis  string `json:"nemesis"`
@@ -62,7 +64,7 @@ func (s Spec) DefaultName() string {
 // and the valid ones.
 func (s Spec) Validate() error {
 	var errs []error
-	errs = append(errs, cluster.Spec{Topology: s.Topology, Backend: s.Backend, Persistence: s.Persistence}.Validate())
+	errs = append(errs, cluster.Spec{Topology: s.Topology, Backend: s.Backend, Image: s.Image, Persistence: s.Persistence}.Validate())
 	if r, _, err := locks.ParseLock(s.Lock); err != nil {
 		errs = append(errs, err)
 	} else if !r.Supports(s.Topology) {
@@ -112,6 +114,12 @@ func (s Spec) Line() string {
 // Command is the `harness run` command line that repeats this run exactly.
 func (s Spec) Command() string {
 	extra := ""
+	if s.Backend != "" && s.Backend != cluster.BackendLocal {
+		extra += " --backend " + s.Backend
+	}
+	if s.Image != "" {
+		extra += " --image " + s.Image
+	}
 	if s.Nodes != 0 {
 		extra += fmt.Sprintf(" --nodes %d", s.Nodes)
 	}

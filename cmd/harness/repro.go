@@ -27,6 +27,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	store := fs.String("store", "store", "directory that keeps run directories")
 	checkTimeout := fs.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
 	verbose := fs.Bool("v", false, "print each run's progress lines")
+	onBackend := backendFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: harness repro [flags] NAME\n\nRuns the catalog scenario NAME for --seeds seeds and exits 0 exactly when every\nseed met the catalog's expectation (unsafe ones caught, safe ones passed).\nScenarios: %s\n\nFlags:\n", strings.Join(catalogNames(), ", "))
 		fs.PrintDefaults()
@@ -44,6 +45,11 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "harness repro: %v\n", err)
 		return exitHarness
 	}
+	onBackend(&entry.Spec)
+	if err := entry.Spec.Validate(); err != nil {
+		fmt.Fprintf(stderr, "harness repro: %v\n", err)
+		return exitHarness
+	}
 	if *seeds < 1 {
 		fmt.Fprintf(stderr, "harness repro: --seeds must be at least 1, got %d\n", *seeds)
 		return exitHarness
@@ -54,7 +60,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	defer proc.KillAll()
 	var report strings.Builder
 	out := io.MultiWriter(stdout, &report)
-	fmt.Fprintf(out, "repro %s (%s): %s\n  expect %s; %d seeds from %d\n", entry.Name, entry.Source, entry.Story, entry.Expect, *seeds, *first)
+	fmt.Fprintf(out, "repro %s (%s): %s\n  expect %s; %d seeds from %d; %s backend\n", entry.Name, entry.Source, entry.Story, entry.Expect, *seeds, *first, entry.Spec.Backend)
 	var took []time.Duration
 	var runs []reports.Results
 	met := 0

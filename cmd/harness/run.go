@@ -22,6 +22,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.StringVar(&spec.Topology, "topology", spec.Topology, "topology: "+strings.Join(cluster.Topologies, ", "))
 	fs.StringVar(&spec.Backend, "backend", spec.Backend, "where nodes run: "+strings.Join(cluster.Backends, ", "))
+	fs.StringVar(&spec.Image, "image", "", "the docker backend's node `image`, which must have redis-server on its PATH (default "+cluster.DefaultImage+", built by make docker-image)")
 	fs.StringVar(&spec.Lock, "lock", spec.Lock, "lock recipe: "+strings.Join(locks.Names(), ", "))
 	fs.StringVar(&spec.Nemesis, "nemesis", spec.Nemesis, "faults, comma-separated (the schedule picks one at a time) or joined by + (injected together): "+strings.Join(faults.Names(), ", "))
 	durationVar(fs, &spec.Interval, "nemesis-interval", "mean quiet time between faults, drawn from [D/2, 3D/2] (default: from the TTL)")

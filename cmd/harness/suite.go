@@ -19,6 +19,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	store := fs.String("store", "store", "directory that keeps run directories; the suite report goes to STORE/suites/TIMESTAMP/")
 	checkTimeout := fs.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check")
+	onBackend := backendFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: harness suite [flags] %s\n\n  quick  every catalog scenario once, seed 1\n  full   every catalog scenario for 5 seeds, plus randomised runs (each topology x recipe\n         under a seeded mix of faults, 3 seeds) that explore without an expectation\n  libs   every library recipe x {none, partition, pause-client, kill-node, clock-jump},\n         3 seeds; none must be safe, the rest are scored (scorecard.md)\n\nExits 0 exactly when every catalog run met its expectation. Ctrl-C stops after\nthe current run is stopped and keeps a partial report.\n\nFlags:\n", strings.Join(scenario.Suites, "|"))
 		fs.PrintDefaults()
@@ -34,6 +35,13 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "harness suite: %v\n", err)
 		return exitHarness
+	}
+	for i := range plan {
+		onBackend(&plan[i].Spec)
+		if err := plan[i].Spec.Validate(); err != nil {
+			fmt.Fprintf(stderr, "harness suite: %v\n", err)
+			return exitHarness
+		}
 	}
 	ctx, stop := interruptible(stderr)
 	defer stop()

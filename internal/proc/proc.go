@@ -1,7 +1,8 @@
 // Package proc starts the harness's child processes (redis-server, workers)
 // so that none outlives the harness: each runs in its own process group, gets
 // SIGKILL from the kernel when the harness dies (Pdeathsig), and is listed in
-// a registry that KillAll empties on a signal or an error.
+// a registry that KillAll empties on a signal or an error. Things that are
+// not child processes, such as containers, register a remover with AtKill.
 package proc
 
 import (
@@ -19,7 +20,25 @@ import (
 var (
 	mu       sync.Mutex
 	children = map[int]*exec.Cmd{}
+	removers = map[int]func(){}
+	nextID   int
 )
+
+// AtKill registers remove to run on KillAll, for what the kernel will not
+// kill with the harness (a container is the Docker engine's child, not
+// ours). The returned function unregisters it.
+func AtKill(remove func()) (unregister func()) {
+	mu.Lock()
+	defer mu.Unlock()
+	nextID++
+	id := nextID
+	removers[id] = remove
+	return func() {
+		mu.Lock()
+		delete(removers, id)
+		mu.Unlock()
+	}
+}
 
 // Start starts cmd as a child that dies with the harness. Its own process
 // group keeps a terminal's Ctrl-C away from it, so the harness decides the
@@ -68,10 +87,18 @@ func Kill(cmd *exec.Cmd) error {
 // signal handlers and error paths; orderly shutdown stops children itself.
 func KillAll() {
 	mu.Lock()
-	defer mu.Unlock()
 	for pid := range children {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		syscall.Kill(pid, syscall.SIGCONT)
+	}
+	var rm []func()
+	for _, f := range removers {
+		rm = append(rm, f)
+	}
+	mu.Unlock()
+	// Outside the lock: a remover may take its time and call back into proc.
+	for _, f := range rm {
+		f()
 	}
 }
 

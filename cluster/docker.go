@@ -1,0 +1,362 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/lockharness/lockharness/internal/clockshim"
+	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/moby/moby/api/types/container"
+	docker "github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+)
+
+// DefaultImage is the docker backend's node image unless --image says
+// otherwise; `make docker-image` builds it from the host's redis-server.
+const DefaultImage = "lockharness/redis:local"
+
+// Labels on every container the harness starts. LabelOwner holds the pid of
+// the harness that started it, so a later harness can remove the containers
+// of one that was killed before it could.
+const (
+	LabelOwner = "lockharness.pid"
+	LabelNode  = "lockharness.node"
+	LabelDir   = "lockharness.dir"
+)
+
+// shimInContainer is where the clock shim is mounted inside a container.
+const shimInContainer = "/lockharness/libclockshim.so"
+
+// dockerOpTimeout bounds each call to the engine; cleanup calls get their
+// own context, since the run's may already be cancelled by Ctrl-C.
+const dockerOpTimeout = 30 * time.Second
+
+var containerSeq atomic.Int64
+
+// dockerBackend starts nodes as containers of one image, with host
+// networking: every node listens on 127.0.0.1 as a local one does, so the
+// same proxies sit in front of it and the same faults reach it.
+type dockerBackend struct {
+	cli        *testcontainers.DockerClient
+	image      string
+	unregister func()
+
+	mu    sync.Mutex
+	nodes []*DockerNode
+}
+
+// DockerEngine returns a client of the Docker engine the harness would use,
+// or an error saying that none answers.
+func DockerEngine(ctx context.Context) (*testcontainers.DockerClient, error) {
+	// Ryuk, testcontainers' reaper, runs as a container whose image cannot
+	// be pulled here; the harness removes its containers itself.
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	}
+	tclog.SetDefault(tclog.NewNoopLogger())
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err == nil {
+		_, err = cli.Ping(ctx, docker.PingOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("docker backend: no Docker engine answers: %w", err)
+	}
+	return cli, nil
+}
+
+func newDockerBackend(ctx context.Context, image string) (*dockerBackend, error) {
+	if image == "" {
+		image = DefaultImage
+	}
+	cli, err := DockerEngine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cli.ImageInspect(ctx, image); err != nil {
+		hint := "`docker pull " + image + "` where a registry is reachable"
+		if image == DefaultImage {
+			hint = "build it with `make docker-image`"
+		}
+		if !strings.Contains(strings.ToLower(err.Error()), "no such image") {
+			hint += "; the engine said: " + err.Error()
+		}
+		return nil, fmt.Errorf("docker backend: image %q is not in the local Docker engine (%s)", image, hint)
+	}
+	RemoveOrphanContainers(ctx, cli)
+	b := &dockerBackend{cli: cli, image: image}
+	b.unregister = proc.AtKill(b.removeAll)
+	return b, nil
+}
+
+func (b *dockerBackend) start(ctx context.Context, cfg NodeConfig) (Node, error) {
+	conf, err := newServerConf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n := &DockerNode{serverConf: conf, cli: b.cli}
+	// Listed before it exists, so that a KillAll during creation finds it.
+	b.mu.Lock()
+	b.nodes = append(b.nodes, n)
+	b.mu.Unlock()
+	if err := n.create(ctx, b.image); err != nil {
+		n.remove()
+		return nil, err
+	}
+	if err := n.ready(ctx); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+// removeAll removes every container of the backend at once: the path for a
+// second Ctrl-C and for error exits.
+func (b *dockerBackend) removeAll() {
+	b.mu.Lock()
+	nodes := append([]*DockerNode(nil), b.nodes...)
+	b.mu.Unlock()
+	for _, n := range nodes {
+		n.remove()
+	}
+}
+
+func (b *dockerBackend) close() error {
+	b.removeAll()
+	b.unregister()
+	return b.cli.Close()
+}
+
+// RemoveOrphanContainers removes the containers of harnesses that are no
+// longer running (killed with SIGKILL, say, before they could clean up) and
+// returns how many it removed.
+func RemoveOrphanContainers(ctx context.Context, cli *testcontainers.DockerClient) int {
+	list, err := cli.ContainerList(ctx, docker.ContainerListOptions{All: true,
+		Filters: make(docker.Filters).Add("label", LabelOwner)})
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for _, c := range list.Items {
+		pid, err := strconv.Atoi(c.Labels[LabelOwner])
+		if err != nil || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		if _, err := cli.ContainerRemove(ctx, c.ID, docker.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err == nil {
+			removed++
+		}
+	}
+	return removed
+}
+
+// DockerNode is a redis-server (or sentinel) in a container with host
+// networking. Its directory is bind-mounted at the same path, so its log,
+// data and clock offset file are where a local node keeps them.
+type DockerNode struct {
+	*serverConf
+	cli *testcontainers.DockerClient
+
+	mu     sync.Mutex
+	id     string
+	paused bool
+}
+
+func (n *DockerNode) create(ctx context.Context, image string) error {
+	args := n.args()
+	if n.sentinel {
+		args = []string{n.confPath(), "--sentinel"}
+	}
+	binds := []string{n.dir + ":" + n.dir}
+	env := map[string]string{}
+	if n.clockFile != "" {
+		binds = append(binds, n.clockLib+":"+shimInContainer+":ro")
+		for _, kv := range clockshim.Env(shimInContainer, n.clockFile) {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+	}
+	n.clearData()
+	name := fmt.Sprintf("lockharness-%d-%d-%s", os.Getpid(), containerSeq.Add(1), n.name)
+	ctr, err := testcontainers.Run(ctx, image,
+		testcontainers.WithLogger(tclog.NewNoopLogger()),
+		testcontainers.WithName(name),
+		// redis-server itself, not the image's entrypoint: official images
+		// start through a script that drops to a user who cannot write the
+		// bind-mounted directory.
+		testcontainers.WithEntrypoint("redis-server"),
+		testcontainers.WithCmd(args...),
+		testcontainers.WithEnv(env),
+		testcontainers.WithLabels(map[string]string{LabelOwner: strconv.Itoa(os.Getpid()), LabelNode: n.name, LabelDir: n.dir}),
+		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.NetworkMode = "host"
+			hc.Binds = binds
+		}),
+	)
+	if ctr != nil {
+		n.mu.Lock()
+		n.id = ctr.GetContainerID()
+		n.mu.Unlock()
+	}
+	if err != nil {
+		return fmt.Errorf("node %s: start container of %s: %w", n.name, image, err)
+	}
+	return nil
+}
+
+func (n *DockerNode) containerID() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.id
+}
+
+// ContainerID is the node's container.
+func (n *DockerNode) ContainerID() string { return n.containerID() }
+
+func (n *DockerNode) inspect() (*container.State, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerOpTimeout)
+	defer cancel()
+	r, err := n.cli.ContainerInspect(ctx, n.containerID(), docker.ContainerInspectOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if r.Container.State == nil {
+		return nil, fmt.Errorf("node %s: container has no state", n.name)
+	}
+	return r.Container.State, nil
+}
+
+// ready waits for the server's PONG and, under the clock shim, checks that
+// the shim is loaded in the container's process.
+func (n *DockerNode) ready(ctx context.Context) error {
+	gone := func() bool {
+		st, err := n.inspect()
+		return err != nil || (!st.Running && !st.Restarting)
+	}
+	if err := n.waitPong(ctx, gone, "container "+n.containerID()[:12]); err != nil {
+		return err
+	}
+	if n.clockFile != "" {
+		st, err := n.inspect()
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+		if err := n.checkShimLoaded(st.Pid, "redis-server in its container"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Running reports whether the container runs (paused counts as running).
+func (n *DockerNode) Running() bool {
+	st, err := n.inspect()
+	return err == nil && st.Running
+}
+
+// Kill sends SIGKILL to the container's server and waits until the engine
+// says it stopped: a crash, with no chance to write anything more to disk.
+// The container stays, for Restart.
+func (n *DockerNode) Kill() error {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerOpTimeout)
+	defer cancel()
+	id := n.containerID()
+	// The wait is posted first, so that the exit cannot slip between the
+	// kill and the wait; the engine then reports it as soon as it happens,
+	// sooner than polling the container's state would see it.
+	exited := n.cli.ContainerWait(ctx, id, docker.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	if _, err := n.cli.ContainerKill(ctx, id, docker.ContainerKillOptions{Signal: "KILL"}); err != nil && n.Running() {
+		return fmt.Errorf("node %s: kill container: %w", n.name, err)
+	}
+	select {
+	case <-exited.Result:
+	case err := <-exited.Error:
+		if n.Running() {
+			return fmt.Errorf("node %s: waiting for the killed container: %w", n.name, err)
+		}
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("node %s: container still running 10s after SIGKILL", n.name)
+	}
+	n.mu.Lock()
+	n.paused = false
+	n.mu.Unlock()
+	return nil
+}
+
+// Restart starts the killed container again: same port, same directory,
+// same clock file. With persistence none it comes back empty.
+func (n *DockerNode) Restart(ctx context.Context) error {
+	if n.Running() {
+		return fmt.Errorf("node %s: restart while running", n.name)
+	}
+	n.clearData()
+	if _, err := n.cli.ContainerStart(ctx, n.containerID(), docker.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("node %s: start container: %w", n.name, err)
+	}
+	return n.ready(ctx)
+}
+
+// Pause freezes every process of the container (the cgroup freezer behind
+// `docker pause`), as a long GC or VM stall would.
+func (n *DockerNode) Pause() error {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerOpTimeout)
+	defer cancel()
+	if _, err := n.cli.ContainerPause(ctx, n.containerID(), docker.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("node %s: pause container: %w", n.name, err)
+	}
+	n.mu.Lock()
+	n.paused = true
+	n.mu.Unlock()
+	return nil
+}
+
+// Resume thaws a paused container.
+func (n *DockerNode) Resume() error {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerOpTimeout)
+	defer cancel()
+	if _, err := n.cli.ContainerUnpause(ctx, n.containerID(), docker.ContainerUnpauseOptions{}); err != nil {
+		return fmt.Errorf("node %s: unpause container: %w", n.name, err)
+	}
+	n.mu.Lock()
+	n.paused = false
+	n.mu.Unlock()
+	return nil
+}
+
+// Stop removes the container, paused or not. Nothing restarts a stopped
+// node: Stop is for the end of a run.
+func (n *DockerNode) Stop() error { return n.remove() }
+
+func (n *DockerNode) remove() error {
+	id := n.containerID()
+	if id == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dockerOpTimeout)
+	defer cancel()
+	n.mu.Lock()
+	paused := n.paused
+	n.mu.Unlock()
+	if paused {
+		// A frozen container is thawed first so that the kill reaches it.
+		n.cli.ContainerUnpause(ctx, id, docker.ContainerUnpauseOptions{})
+	}
+	_, err := n.cli.ContainerRemove(ctx, id, docker.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "no such container") {
+		return fmt.Errorf("node %s: remove container: %w", n.name, err)
+	}
+	n.mu.Lock()
+	n.id = ""
+	n.mu.Unlock()
+	return nil
+}
+
+var _ Node = (*DockerNode)(nil)
