@@ -39,12 +39,15 @@ build:
 docker-image: build
 	docker/rootfs.sh docker/rootfs $(SHIM)
 	@out=$$(docker build -q -t $(IMAGE) docker 2>&1) || { echo "$$out"; exit 1; }
-	@echo "image $(IMAGE): redis-server $$(docker run --rm --network none $(IMAGE) --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
+	@v=$$(docker run --rm --network none $(IMAGE) --version) || exit 1; \
+	echo "image $(IMAGE): redis-server $$(echo "$$v" | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
 
-## docker-clean: remove every container any harness started (label lockharness.pid), running or not
+## docker-clean: remove the containers of harnesses that are no longer running (FORCE=1: of every harness)
 docker-clean:
-	@ids=$$(docker ps -aq --filter label=lockharness.pid); \
-	if [ -n "$$ids" ]; then docker rm -f $$ids >/dev/null && echo "removed $$(echo $$ids | wc -w) containers"; else echo "no harness containers"; fi
+	@n=0; for id in $$(docker ps -aq --filter label=lockharness.pid $(if $(FORCE),,--filter label=lockharness.pidns=$$(readlink /proc/self/ns/pid))); do \
+		pid=$$(docker inspect -f '{{index .Config.Labels "lockharness.pid"}}' $$id); \
+		if [ -n "$(FORCE)" ] || [ ! -d /proc/$$pid ]; then docker rm -f $$id >/dev/null && n=$$((n+1)); fi; \
+	done; echo "removed $$n harness containers"
 
 ## test: lint, then every test, including the ones that run real redis-server processes and faults
 test: lint

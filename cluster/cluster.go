@@ -43,7 +43,9 @@ type Node interface {
 	// they go through a proxy so that the link can be faulted.
 	Addr() string
 	Kill() error
-	// Restart starts a killed or stopped node on the same port and directory.
+	// Restart starts a killed node on the same port and directory. (A
+	// local node stopped with Stop can restart too; a container cannot,
+	// since Stop removes it.)
 	Restart(ctx context.Context) error
 	Pause() error
 	Resume() error

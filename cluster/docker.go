@@ -26,10 +26,15 @@ const DefaultImage = "lockharness/redis:local"
 // Labels on every container the harness starts. LabelOwner holds the pid of
 // the harness that started it, so a later harness can remove the containers
 // of one that was killed before it could.
+// LabelPidNS names the pid namespace that pid lives in: two harnesses in
+// different containers may share one engine and one pid number.
+// LabelCluster tells the clusters of one harness apart.
 const (
-	LabelOwner = "lockharness.pid"
-	LabelNode  = "lockharness.node"
-	LabelDir   = "lockharness.dir"
+	LabelOwner   = "lockharness.pid"
+	LabelPidNS   = "lockharness.pidns"
+	LabelCluster = "lockharness.cluster"
+	LabelNode    = "lockharness.node"
+	LabelDir     = "lockharness.dir"
 )
 
 // shimInContainer is where the clock shim is mounted inside a container.
@@ -39,7 +44,13 @@ const shimInContainer = "/lockharness/libclockshim.so"
 // own context, since the run's may already be cancelled by Ctrl-C.
 const dockerOpTimeout = 30 * time.Second
 
-var containerSeq atomic.Int64
+var containerSeq, clusterSeq atomic.Int64
+
+// pidNS is this process's pid namespace, as /proc/self/ns/pid names it.
+func pidNS() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return ns
+}
 
 // dockerBackend starts nodes as containers of one image, with host
 // networking: every node listens on 127.0.0.1 as a local one does, so the
@@ -47,6 +58,7 @@ var containerSeq atomic.Int64
 type dockerBackend struct {
 	cli        *testcontainers.DockerClient
 	image      string
+	cluster    string
 	unregister func()
 
 	mu    sync.Mutex
@@ -90,10 +102,11 @@ func newDockerBackend(ctx context.Context, image string) (*dockerBackend, error)
 		if !strings.Contains(strings.ToLower(err.Error()), "no such image") {
 			hint += "; the engine said: " + err.Error()
 		}
+		cli.Close()
 		return nil, fmt.Errorf("docker backend: image %q is not in the local Docker engine (%s)", image, hint)
 	}
 	RemoveOrphanContainers(ctx, cli)
-	b := &dockerBackend{cli: cli, image: image}
+	b := &dockerBackend{cli: cli, image: image, cluster: fmt.Sprintf("%d-%d", os.Getpid(), clusterSeq.Add(1))}
 	b.unregister = proc.AtKill(b.removeAll)
 	return b, nil
 }
@@ -103,7 +116,8 @@ func (b *dockerBackend) start(ctx context.Context, cfg NodeConfig) (Node, error)
 	if err != nil {
 		return nil, err
 	}
-	n := &DockerNode{serverConf: conf, cli: b.cli}
+	n := &DockerNode{serverConf: conf, cli: b.cli, labels: map[string]string{
+		LabelOwner: strconv.Itoa(os.Getpid()), LabelPidNS: pidNS(), LabelCluster: b.cluster, LabelNode: conf.name, LabelDir: conf.dir}}
 	// Listed before it exists, so that a KillAll during creation finds it.
 	b.mu.Lock()
 	b.nodes = append(b.nodes, n)
@@ -119,15 +133,43 @@ func (b *dockerBackend) start(ctx context.Context, cfg NodeConfig) (Node, error)
 	return n, nil
 }
 
-// removeAll removes every container of the backend at once: the path for a
-// second Ctrl-C and for error exits.
+// removeAll removes every container of the backend, at once and in
+// parallel: the path for a second Ctrl-C and for error exits. It finds them
+// by label, so a container whose creation was cut short goes too.
 func (b *dockerBackend) removeAll() {
-	b.mu.Lock()
-	nodes := append([]*DockerNode(nil), b.nodes...)
-	b.mu.Unlock()
-	for _, n := range nodes {
-		n.remove()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ids := map[string]bool{}
+	list, err := b.cli.ContainerList(ctx, docker.ContainerListOptions{All: true,
+		Filters: make(docker.Filters).Add("label", LabelCluster+"="+b.cluster)})
+	if err == nil {
+		for _, c := range list.Items {
+			ids[c.ID] = true
+		}
 	}
+	b.mu.Lock()
+	for _, n := range b.nodes {
+		if id := n.containerID(); id != "" {
+			ids[id] = true
+		}
+	}
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	for id := range ids {
+		wg.Go(func() { forceRemove(ctx, b.cli, id) })
+	}
+	wg.Wait()
+}
+
+// forceRemove removes a container whatever its state; a paused one is
+// thawed first so that the kill reaches it.
+func forceRemove(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
+	cli.ContainerUnpause(ctx, id, docker.ContainerUnpauseOptions{})
+	_, err := cli.ContainerRemove(ctx, id, docker.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "no such container") {
+		return err
+	}
+	return nil
 }
 
 func (b *dockerBackend) close() error {
@@ -138,10 +180,11 @@ func (b *dockerBackend) close() error {
 
 // RemoveOrphanContainers removes the containers of harnesses that are no
 // longer running (killed with SIGKILL, say, before they could clean up) and
-// returns how many it removed.
+// returns how many it removed. Only containers started from this pid
+// namespace are judged: a pid means nothing in another one.
 func RemoveOrphanContainers(ctx context.Context, cli *testcontainers.DockerClient) int {
 	list, err := cli.ContainerList(ctx, docker.ContainerListOptions{All: true,
-		Filters: make(docker.Filters).Add("label", LabelOwner)})
+		Filters: make(docker.Filters).Add("label", LabelOwner).Add("label", LabelPidNS+"="+pidNS())})
 	if err != nil {
 		return 0
 	}
@@ -151,7 +194,7 @@ func RemoveOrphanContainers(ctx context.Context, cli *testcontainers.DockerClien
 		if err != nil || syscall.Kill(pid, 0) != syscall.ESRCH {
 			continue
 		}
-		if _, err := cli.ContainerRemove(ctx, c.ID, docker.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err == nil {
+		if forceRemove(ctx, cli, c.ID) == nil {
 			removed++
 		}
 	}
@@ -163,11 +206,11 @@ func RemoveOrphanContainers(ctx context.Context, cli *testcontainers.DockerClien
 // data and clock offset file are where a local node keeps them.
 type DockerNode struct {
 	*serverConf
-	cli *testcontainers.DockerClient
+	cli    *testcontainers.DockerClient
+	labels map[string]string
 
-	mu     sync.Mutex
-	id     string
-	paused bool
+	mu sync.Mutex
+	id string
 }
 
 func (n *DockerNode) create(ctx context.Context, image string) error {
@@ -195,7 +238,12 @@ func (n *DockerNode) create(ctx context.Context, image string) error {
 		testcontainers.WithEntrypoint("redis-server"),
 		testcontainers.WithCmd(args...),
 		testcontainers.WithEnv(env),
-		testcontainers.WithLabels(map[string]string{LabelOwner: strconv.Itoa(os.Getpid()), LabelNode: n.name, LabelDir: n.dir}),
+		testcontainers.WithLabels(n.labels),
+		// The harness's own user: files in the run directory stay its own,
+		// and it may read the server's /proc/PID/maps for the shim check.
+		testcontainers.WithConfigModifier(func(c *container.Config) {
+			c.User = fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+		}),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.NetworkMode = "host"
 			hc.Binds = binds
@@ -241,7 +289,7 @@ func (n *DockerNode) ready(ctx context.Context) error {
 		st, err := n.inspect()
 		return err != nil || (!st.Running && !st.Restarting)
 	}
-	if err := n.waitPong(ctx, gone, "container "+n.containerID()[:12]); err != nil {
+	if err := n.waitPong(ctx, gone, "its container"); err != nil {
 		return err
 	}
 	if n.clockFile != "" {
@@ -249,7 +297,7 @@ func (n *DockerNode) ready(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("node %s: %w", n.name, err)
 		}
-		if err := n.checkShimLoaded(st.Pid, "redis-server in its container"); err != nil {
+		if err := n.checkShimLoaded(st.Pid, "redis-server in its container", shimInContainer); err != nil {
 			return err
 		}
 	}
@@ -285,9 +333,6 @@ func (n *DockerNode) Kill() error {
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("node %s: container still running 10s after SIGKILL", n.name)
 	}
-	n.mu.Lock()
-	n.paused = false
-	n.mu.Unlock()
 	return nil
 }
 
@@ -309,26 +354,28 @@ func (n *DockerNode) Restart(ctx context.Context) error {
 func (n *DockerNode) Pause() error {
 	ctx, cancel := context.WithTimeout(context.Background(), dockerOpTimeout)
 	defer cancel()
-	if _, err := n.cli.ContainerPause(ctx, n.containerID(), docker.ContainerPauseOptions{}); err != nil {
+	if _, err := n.cli.ContainerPause(ctx, n.containerID(), docker.ContainerPauseOptions{}); err != nil && !n.inState(true) {
 		return fmt.Errorf("node %s: pause container: %w", n.name, err)
 	}
-	n.mu.Lock()
-	n.paused = true
-	n.mu.Unlock()
 	return nil
 }
 
-// Resume thaws a paused container.
+// Resume thaws a paused container. Like SIGCONT, it is a no-op on one that
+// is not paused (a pause and a kill may overlap, and the restart thaws).
 func (n *DockerNode) Resume() error {
 	ctx, cancel := context.WithTimeout(context.Background(), dockerOpTimeout)
 	defer cancel()
-	if _, err := n.cli.ContainerUnpause(ctx, n.containerID(), docker.ContainerUnpauseOptions{}); err != nil {
+	if _, err := n.cli.ContainerUnpause(ctx, n.containerID(), docker.ContainerUnpauseOptions{}); err != nil && !n.inState(false) {
 		return fmt.Errorf("node %s: unpause container: %w", n.name, err)
 	}
-	n.mu.Lock()
-	n.paused = false
-	n.mu.Unlock()
 	return nil
+}
+
+// inState reports whether the engine says the container runs and is
+// paused (or not), which makes a failed pause (or unpause) a no-op.
+func (n *DockerNode) inState(paused bool) bool {
+	st, err := n.inspect()
+	return err == nil && st.Running && st.Paused == paused
 }
 
 // Stop removes the container, paused or not. Nothing restarts a stopped
@@ -342,15 +389,7 @@ func (n *DockerNode) remove() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dockerOpTimeout)
 	defer cancel()
-	n.mu.Lock()
-	paused := n.paused
-	n.mu.Unlock()
-	if paused {
-		// A frozen container is thawed first so that the kill reaches it.
-		n.cli.ContainerUnpause(ctx, id, docker.ContainerUnpauseOptions{})
-	}
-	_, err := n.cli.ContainerRemove(ctx, id, docker.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "no such container") {
+	if err := forceRemove(ctx, n.cli, id); err != nil {
 		return fmt.Errorf("node %s: remove container: %w", n.name, err)
 	}
 	n.mu.Lock()

@@ -212,7 +212,8 @@ func TestImageNeedsTheDockerBackend(t *testing.T) {
 }
 
 // A harness killed with SIGKILL cannot remove its containers; the next one
-// removes them, and leaves those of live harnesses alone.
+// removes them, and leaves alone those of live harnesses and those started
+// from another pid namespace, where the pid means something else.
 func TestOrphanContainersAreRemoved(t *testing.T) {
 	cli := needDocker(t)
 	dead := exec.Command("true")
@@ -220,10 +221,10 @@ func TestOrphanContainersAreRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	run := func(owner int) string {
+	run := func(owner int, ns string) string {
 		ctr, err := testcontainers.Run(ctx, DefaultImage, testcontainers.WithEntrypoint("redis-server"),
 			testcontainers.WithCmd("--port", "0"),
-			testcontainers.WithLabels(map[string]string{LabelOwner: strconv.Itoa(owner)}))
+			testcontainers.WithLabels(map[string]string{LabelOwner: strconv.Itoa(owner), LabelPidNS: ns}))
 		if ctr != nil {
 			t.Cleanup(func() { ctr.Terminate(context.Background()) })
 		}
@@ -232,28 +233,75 @@ func TestOrphanContainersAreRemoved(t *testing.T) {
 		}
 		return ctr.GetContainerID()
 	}
-	orphan, live := run(dead.Process.Pid), run(os.Getpid())
+	orphan := run(dead.Process.Pid, pidNS())
+	live := run(os.Getpid(), pidNS())
+	elsewhere := run(dead.Process.Pid, "pid:[1]")
 	if n := RemoveOrphanContainers(ctx, cli); n < 1 {
 		t.Fatalf("removed %d containers, want at least the orphan", n)
 	}
 	if _, err := cli.ContainerInspect(ctx, orphan, docker.ContainerInspectOptions{}); err == nil {
 		t.Fatal("the orphan's container is still there")
 	}
-	if _, err := cli.ContainerInspect(ctx, live, docker.ContainerInspectOptions{}); err != nil {
-		t.Fatalf("a live harness's container was removed: %v", err)
+	for what, id := range map[string]string{"a live harness's": live, "another pid namespace's": elsewhere} {
+		if _, err := cli.ContainerInspect(ctx, id, docker.ContainerInspectOptions{}); err != nil {
+			t.Errorf("%s container was removed: %v", what, err)
+		}
 	}
 }
 
 // A second Ctrl-C goes straight to proc.KillAll, which must remove the
-// containers too: the kernel does not kill them with the harness.
+// containers too: the kernel does not kill them with the harness. It finds
+// them by label, so a container the backend never learnt the id of (its
+// creation cut short) goes as well.
 func TestKillAllRemovesContainers(t *testing.T) {
 	cli := needDocker(t)
-	startDocker(t, Spec{Topology: "redlock", Nodes: 3})
-	if got := ownContainers(t, cli); len(got) != 3 {
-		t.Fatalf("containers %v, want 3", got)
+	c := startDocker(t, Spec{Topology: "redlock", Nodes: 3})
+	b := c.backend.(*dockerBackend)
+	stray, err := testcontainers.Run(context.Background(), DefaultImage, testcontainers.WithEntrypoint("redis-server"),
+		testcontainers.WithCmd("--port", "0"),
+		testcontainers.WithLabels(map[string]string{LabelOwner: strconv.Itoa(os.Getpid()), LabelCluster: b.cluster}))
+	if stray != nil {
+		t.Cleanup(func() { stray.Terminate(context.Background()) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Nodes[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ownContainers(t, cli); len(got) != 4 {
+		t.Fatalf("containers %v, want 3 nodes and the stray one", got)
 	}
 	proc.KillAll()
 	if got := ownContainers(t, cli); len(got) != 0 {
 		t.Fatalf("containers left after KillAll: %v", got)
+	}
+}
+
+// Faults overlap: a node may be paused, then killed and restarted, then
+// resumed. As with SIGCONT, resuming a running node that is not paused is
+// not an error; pausing twice is not either.
+func TestDockerPauseKillRestartResume(t *testing.T) {
+	needDocker(t)
+	n := startDocker(t, Spec{Topology: "single"}).Nodes[0]
+	for _, step := range []struct {
+		name string
+		do   func() error
+	}{
+		{"pause", n.Pause}, {"pause again", n.Pause}, {"kill", n.Kill},
+		{"restart", func() error { return n.Restart(context.Background()) }}, {"resume", n.Resume},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+	}
+	if err := Ping(n.Addr(), time.Second); err != nil {
+		t.Fatalf("no PONG at the end: %v", err)
+	}
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Resume(); err == nil {
+		t.Fatal("resuming a killed node should fail, as it does locally")
 	}
 }

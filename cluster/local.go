@@ -266,7 +266,7 @@ func (n *LocalNode) start(ctx context.Context) error {
 		return err
 	}
 	if n.clockFile != "" {
-		if err := n.checkShimLoaded(cmd.Process.Pid, filepath.Base(cmd.Path)); err != nil {
+		if err := n.checkShimLoaded(cmd.Process.Pid, filepath.Base(cmd.Path), n.clockLib); err != nil {
 			n.Kill()
 			return err
 		}
@@ -274,15 +274,16 @@ func (n *LocalNode) start(ctx context.Context) error {
 	return nil
 }
 
-// checkShimLoaded makes sure the shim is in process pid: the dynamic loader
-// only warns on stderr and goes on when it cannot preload a library.
-func (n *serverConf) checkShimLoaded(pid int, what string) error {
+// checkShimLoaded makes sure the shim, at lib as the process sees it, is in
+// process pid: the dynamic loader only warns on stderr and goes on when it
+// cannot preload a library.
+func (n *serverConf) checkShimLoaded(pid int, what, lib string) error {
 	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.name, err)
 	}
-	if !strings.Contains(string(maps), filepath.Base(n.clockLib)) {
-		return fmt.Errorf("node %s: %s did not load the clock shim %s", n.name, what, n.clockLib)
+	if !strings.Contains(string(maps), lib) {
+		return fmt.Errorf("node %s: %s did not load the clock shim %s", n.name, what, lib)
 	}
 	return nil
 }

@@ -7,6 +7,10 @@
 set -euo pipefail
 out=${1:?usage: rootfs.sh OUTDIR [SHIM]}
 shim=${2:-bin/libclockshim.so}
+case "$(basename -- "$out")" in
+rootfs) ;;
+*) echo "rootfs.sh: OUTDIR must be a directory named rootfs (it is emptied first), got $out" >&2; exit 2 ;;
+esac
 server=$(command -v redis-server) || { echo "redis-server not found: run 'make setup' first" >&2; exit 1; }
 real=$(readlink -f "$server")
 
@@ -17,8 +21,19 @@ cp "$real" "$out/usr/bin/redis-server"
 # redis-server runs as a sentinel when its name says so, as Debian's does.
 ln -s redis-server "$out/usr/bin/redis-sentinel"
 
-libs() { ldd "$1" | awk '/=> \//{print $3} /^[ \t]*\/[^ ]+ \(/{print $1}'; }
-{ libs "$real"; [ -f "$shim" ] && libs "$shim"; } | sort -u | while read -r lib; do
+libs() {
+	if ldd "$1" | grep -q 'not found'; then
+		echo "rootfs.sh: $1 needs libraries the host lacks:" >&2
+		ldd "$1" | grep 'not found' >&2
+		exit 1
+	fi
+	ldd "$1" | awk '/=> \//{print $3} /^[ \t]*\/[^ ]+ \(/{print $1}'
+}
+list=$(
+	libs "$real"
+	if [ -f "$shim" ]; then libs "$shim"; fi
+)
+sort -u <<<"$list" | while read -r lib; do
 	# Copy the file under both the path ldd printed and the one the
 	# symlink points to, so the loader finds it either way.
 	for p in "$lib" "$(readlink -f "$lib")"; do
