@@ -351,31 +351,32 @@ func (n *DockerNode) Restart(ctx context.Context) error {
 
 // Pause freezes every process of the container (the cgroup freezer behind
 // `docker pause`), as a long GC or VM stall would.
-func (n *DockerNode) Pause() error {
-	ctx, cancel := context.WithTimeout(context.Background(), dockerOpTimeout)
-	defer cancel()
-	if _, err := n.cli.ContainerPause(ctx, n.containerID(), docker.ContainerPauseOptions{}); err != nil && !n.inState(true) {
-		return fmt.Errorf("node %s: pause container: %w", n.name, err)
-	}
-	return nil
-}
+func (n *DockerNode) Pause() error { return n.setPaused(true) }
 
 // Resume thaws a paused container. Like SIGCONT, it is a no-op on one that
 // is not paused (a pause and a kill may overlap, and the restart thaws).
-func (n *DockerNode) Resume() error {
+func (n *DockerNode) Resume() error { return n.setPaused(false) }
+
+// setPaused pauses or unpauses the container. The engine refuses to pause
+// a paused container or unpause a running one; that refusal is no error
+// when the container ends up as asked.
+func (n *DockerNode) setPaused(paused bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), dockerOpTimeout)
 	defer cancel()
-	if _, err := n.cli.ContainerUnpause(ctx, n.containerID(), docker.ContainerUnpauseOptions{}); err != nil && !n.inState(false) {
-		return fmt.Errorf("node %s: unpause container: %w", n.name, err)
+	op, err := "pause", error(nil)
+	if paused {
+		_, err = n.cli.ContainerPause(ctx, n.containerID(), docker.ContainerPauseOptions{})
+	} else {
+		op = "unpause"
+		_, err = n.cli.ContainerUnpause(ctx, n.containerID(), docker.ContainerUnpauseOptions{})
+	}
+	if err != nil {
+		if st, ierr := n.inspect(); ierr == nil && st.Running && st.Paused == paused {
+			return nil
+		}
+		return fmt.Errorf("node %s: %s container: %w", n.name, op, err)
 	}
 	return nil
-}
-
-// inState reports whether the engine says the container runs and is
-// paused (or not), which makes a failed pause (or unpause) a no-op.
-func (n *DockerNode) inState(paused bool) bool {
-	st, err := n.inspect()
-	return err == nil && st.Running && st.Paused == paused
 }
 
 // Stop removes the container, paused or not. Nothing restarts a stopped
