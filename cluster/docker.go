@@ -81,7 +81,10 @@ func DockerEngine(ctx context.Context) (*testcontainers.DockerClient, error) {
 		_, err = cli.Ping(ctx, docker.PingOptions{})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("docker backend: no Docker engine answers: %w", err)
+		// testcontainers appends what each of its host strategies said; the
+		// first line is the one about the engine it was told to use.
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		return nil, fmt.Errorf("docker backend: no Docker engine answers: %s", first)
 	}
 	return cli, nil
 }
