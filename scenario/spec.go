@@ -4,6 +4,7 @@
 package scenario
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,8 +108,12 @@ func (s Spec) Validate() error {
 
 // Line is the spec on one line, for summaries.
 func (s Spec) Line() string {
-	return fmt.Sprintf("topology %s · lock %s · nemesis %s · %d clients · ttl %v · hold %v · %v · persistence %s",
+	line := fmt.Sprintf("topology %s · lock %s · nemesis %s · %d clients · ttl %v · hold %v · %v · persistence %s",
 		s.Topology, s.Lock, s.Nemesis, s.Clients, s.TTL, s.Hold, s.TimeLimit, s.Persistence)
+	if s.Backend == cluster.BackendDocker {
+		line += " · docker " + cmp.Or(s.Image, cluster.DefaultImage)
+	}
+	return line
 }
 
 // Command is the `harness run` command line that repeats this run exactly.
