@@ -56,13 +56,13 @@ func pidNS() string {
 // networking: every node listens on 127.0.0.1 as a local one does, so the
 // same proxies sit in front of it and the same faults reach it.
 type dockerBackend struct {
-	cli        *testcontainers.DockerClient
-	image      string
+	cli   *testcontainers.DockerClient
+	image string
+	// cluster labels every container of this backend, which is how they
+	// are all found again for removal, even one whose creation was cut
+	// short before its id was known.
 	cluster    string
 	unregister func()
-
-	mu    sync.Mutex
-	nodes []*DockerNode
 }
 
 // DockerEngine returns a client of the Docker engine the harness would use,
@@ -121,10 +121,6 @@ func (b *dockerBackend) start(ctx context.Context, cfg NodeConfig) (Node, error)
 	}
 	n := &DockerNode{serverConf: conf, cli: b.cli, labels: map[string]string{
 		LabelOwner: strconv.Itoa(os.Getpid()), LabelPidNS: pidNS(), LabelCluster: b.cluster, LabelNode: conf.name, LabelDir: conf.dir}}
-	// Listed before it exists, so that a KillAll during creation finds it.
-	b.mu.Lock()
-	b.nodes = append(b.nodes, n)
-	b.mu.Unlock()
 	if err := n.create(ctx, b.image); err != nil {
 		n.remove()
 		return nil, err
@@ -136,30 +132,20 @@ func (b *dockerBackend) start(ctx context.Context, cfg NodeConfig) (Node, error)
 	return n, nil
 }
 
-// removeAll removes every container of the backend, at once and in
-// parallel: the path for a second Ctrl-C and for error exits. It finds them
-// by label, so a container whose creation was cut short goes too.
+// removeAll removes every container of the backend, found by its label,
+// at once and in parallel: the end of a cluster, and the path for a second
+// Ctrl-C and for error exits.
 func (b *dockerBackend) removeAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ids := map[string]bool{}
 	list, err := b.cli.ContainerList(ctx, docker.ContainerListOptions{All: true,
 		Filters: make(docker.Filters).Add("label", LabelCluster+"="+b.cluster)})
-	if err == nil {
-		for _, c := range list.Items {
-			ids[c.ID] = true
-		}
+	if err != nil {
+		return
 	}
-	b.mu.Lock()
-	for _, n := range b.nodes {
-		if id := n.containerID(); id != "" {
-			ids[id] = true
-		}
-	}
-	b.mu.Unlock()
 	var wg sync.WaitGroup
-	for id := range ids {
-		wg.Go(func() { forceRemove(ctx, b.cli, id) })
+	for _, c := range list.Items {
+		wg.Go(func() { forceRemove(ctx, b.cli, c.ID) })
 	}
 	wg.Wait()
 }
