@@ -14,28 +14,16 @@ type fault struct {
 	start, end           int64 // end is forever if the history never ended it
 }
 
-// faultWindows pairs each nemesis start with the next end of the same fault
-// and target.
+// faultWindows lists the history's fault windows as the narratives use them.
 func faultWindows(events []history.Event) []fault {
-	type id struct{ name, target string }
 	var faults []fault
-	open := make(map[id][]int)
-	for i := range events {
-		e := &events[i]
-		if !e.IsNemesis() {
-			continue
+	for _, w := range history.FaultWindows(events) {
+		e := &events[w.Start]
+		f := fault{name: e.F, target: e.Target, detail: e.Detail, start: e.Time, end: forever}
+		if w.End >= 0 {
+			f.end = events[w.End].Time
 		}
-		k := id{e.F, e.Target}
-		switch e.Phase {
-		case history.Start:
-			open[k] = append(open[k], len(faults))
-			faults = append(faults, fault{name: e.F, target: e.Target, detail: e.Detail, start: e.Time, end: forever})
-		case history.End:
-			if q := open[k]; len(q) > 0 {
-				faults[q[0]].end = e.Time
-				open[k] = q[1:]
-			}
-		}
+		faults = append(faults, f)
 	}
 	return faults
 }

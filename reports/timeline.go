@@ -493,32 +493,21 @@ func validity(o opInfo) time.Duration {
 	return o.invT + time.Duration(ms)*time.Millisecond
 }
 
-// faultBands pairs each nemesis start with the next end of the same fault
-// and target, as the checker does.
+// faultBands turns the history's fault windows into bands; an open one
+// reaches end.
 func faultBands(events []history.Event, end time.Duration) []Band {
-	type id struct{ f, target string }
 	var bands []Band
-	open := map[id][]int{}
-	for _, e := range events {
-		if !e.IsNemesis() {
-			continue
-		}
-		k := id{e.F, e.Target}
-		switch e.Phase {
-		case history.Start:
-			open[k] = append(open[k], len(bands))
-			bands = append(bands, Band{Fault: e.F, Target: e.Target, Detail: e.Detail, Start: e.At(), End: end,
-				Open: true, StartEvent: e.Index, EndEvent: -1})
-		case history.End:
-			if q := open[k]; len(q) > 0 {
-				b := &bands[q[0]]
-				b.End, b.Open, b.EndEvent = e.At(), false, e.Index
-				if e.Detail != "" {
-					b.Detail += "; " + e.Detail
-				}
-				open[k] = q[1:]
+	for _, w := range history.FaultWindows(events) {
+		e := &events[w.Start]
+		b := Band{Fault: e.F, Target: e.Target, Detail: e.Detail, Start: e.At(), End: end, Open: true, StartEvent: e.Index, EndEvent: -1}
+		if w.End >= 0 {
+			done := &events[w.End]
+			b.End, b.Open, b.EndEvent = done.At(), false, done.Index
+			if done.Detail != "" {
+				b.Detail += "; " + done.Detail
 			}
 		}
+		bands = append(bands, b)
 	}
 	return bands
 }
