@@ -92,6 +92,18 @@ func (o *hop) err(text string) *hop {
 	return o
 }
 
+// rejected gives the completion the error text and, if it is a fail, the
+// reason "rejected": a refusal that says nothing about the lock.
+func (o *hop) rejected(text string) *hop {
+	if o.done != nil {
+		o.done.Error = text
+		if o.done.Type == history.Fail {
+			o.done.Reason = history.ReasonRejected
+		}
+	}
+	return o
+}
+
 func (o *hop) fence(f int64) *hop {
 	return o.each(func(e *history.Event) { e.Fence = f })
 }

@@ -2,7 +2,6 @@ package checker
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"time"
@@ -14,10 +13,6 @@ import (
 // broken run still yields a readable results.json; the counts stay exact.
 const maxFindings = 100
 
-// forever stands for "no bound": a lease without expiry, or one whose end
-// depends on an operation of unknown outcome.
-const forever int64 = math.MaxInt64
-
 // Check checks a history: porcupine against the lease-lock model (and the
 // fenced-mutex model when grants carry fences), lease overlaps
 // (double-grant), releases and extends of leases that had expired
@@ -26,12 +21,17 @@ const forever int64 = math.MaxInt64
 // stats. The verdict is invalid when an audit counts an anomaly or
 // porcupine finds the lock operations not linearizable, unknown when
 // porcupine ran out of time (Options.Timeout, counted from the call) and no
-// audit found anything, and valid otherwise. A malformed history (a
-// completion without an invoke, a second invoke while one is outstanding)
-// is an error naming the event's index.
+// audit found anything, and valid otherwise; a history without client
+// operations is no evidence either way, and unknown. A malformed history
+// (see history.Validator: time going backwards, a completion without an
+// invoke, a second invoke while one is outstanding, ...) is an error naming
+// the event's index.
 func Check(events []history.Event, opts Options) (Result, error) {
 	deadline := time.Now().Add(opts.timeout())
-	ops, err := pairOps(events)
+	if err := history.Validate(events); err != nil {
+		return Result{}, err
+	}
+	ops, err := history.Ops(events)
 	if err != nil {
 		return Result{}, err
 	}
@@ -48,15 +48,15 @@ func Check(events []history.Event, opts Options) (Result, error) {
 // checker carries one Check's state between the audits.
 type checker struct {
 	events []history.Event
-	ops    []op
+	ops    []history.Op
 	slack  int64
 	faults []fault
 
 	// acquires maps key+token to its acquire attempt, a granted one if the
 	// token was (wrongly) used twice.
-	acquires map[tokenKey]*op
+	acquires map[tokenKey]*history.Op
 	// uses maps key+token to the extends and releases of it, in invoke order.
-	uses map[tokenKey][]*op
+	uses map[tokenKey][]*history.Op
 	// leases holds each key's grants, sorted by the start of their window.
 	leases map[string][]*lease
 	// leaseOf is each granted token's lease.
@@ -77,14 +77,14 @@ type found struct {
 	at, first int64
 }
 
-func newChecker(events []history.Event, ops []op, opts Options) *checker {
+func newChecker(events []history.Event, ops []history.Op, opts Options) *checker {
 	c := &checker{
 		events:   events,
 		ops:      ops,
 		slack:    int64(opts.Slack),
 		faults:   faultWindows(events),
-		acquires: make(map[tokenKey]*op),
-		uses:     make(map[tokenKey][]*op),
+		acquires: make(map[tokenKey]*history.Op),
+		uses:     make(map[tokenKey][]*history.Op),
 		leases:   make(map[string][]*lease),
 		leaseOf:  make(map[tokenKey]*lease),
 		listed:   make(map[string]int),
@@ -168,46 +168,42 @@ func (c *checker) result() Result {
 			r.Valid = Invalid
 		}
 	}
+	if len(c.ops) == 0 {
+		r.Valid = Unknown
+		r.Notes = append(r.Notes, "the history has no client operations: it is no evidence either way")
+	}
 	return r
 }
 
 // positions lists the invoke and, if any, the completion of each op.
-func positions(ops ...*op) []int {
+func positions(ops ...*history.Op) []int {
 	var ps []int
 	for _, o := range ops {
 		if o == nil {
 			continue
 		}
-		ps = append(ps, o.inv)
-		if o.finished() {
-			ps = append(ps, o.done)
+		ps = append(ps, o.Inv)
+		if o.Finished() {
+			ps = append(ps, o.Done)
 		}
 	}
 	return ps
 }
 
-// secs formats a history time the way narratives do.
-func secs(t int64) string {
-	if t == forever {
-		return "never"
-	}
-	return fmt.Sprintf("%.3f s", float64(t)/1e9)
-}
-
-func who(o *op) string {
-	return fmt.Sprintf("client %d (process %s)", o.client, o.process)
+func who(o *history.Op) string {
+	return fmt.Sprintf("client %d (process %s)", o.Client, o.Process)
 }
 
 // grantee names an acquire's key, token and fence as narratives do.
-func grantee(o *op) string { return o.key + " " + token(o) }
+func grantee(o *history.Op) string { return o.Key + " " + token(o) }
 
-func token(o *op) string {
-	s := "token " + o.token
-	if o.token == "" {
+func token(o *history.Op) string {
+	s := "token " + o.Token
+	if o.Token == "" {
 		s = "(no token)"
 	}
-	if o.fence != 0 {
-		s += fmt.Sprintf(" (fence %d)", o.fence)
+	if o.Fence != 0 {
+		s += fmt.Sprintf(" (fence %d)", o.Fence)
 	}
 	return s
 }
@@ -225,12 +221,4 @@ func value(v *int64) string {
 		return "?"
 	}
 	return fmt.Sprint(*v)
-}
-
-// plus adds d to t, keeping forever forever.
-func plus(t, d int64) int64 {
-	if t == forever || d == forever || (d > 0 && t > forever-d) {
-		return forever
-	}
-	return t + d
 }

@@ -88,7 +88,7 @@ func TestReleaseCutsWindow(t *testing.T) {
 		t.Run("release "+name, func(t *testing.T) {
 			h := newHist()
 			h.acquire(0, key, "A", 0, 5, ok)
-			h.release(0, key, "A", 400, 410, outcome).err(readOnly)
+			h.release(0, key, "A", 400, 410, outcome).rejected(readOnly)
 			h.acquire(1, key, "B", 402, 406, ok)
 			r := h.check(t, Options{})
 			if outcome == fail {
@@ -128,7 +128,7 @@ func TestExtendLengthensWindow(t *testing.T) {
 			h.acquire(0, key, "A", 0, 5, ok)
 			if tc.extend != "" {
 				// The watchdog runs under its own process.
-				h.extend(9, key, "A", 500, 505, tc.extend, 1000).client(0).err(readOnly)
+				h.extend(9, key, "A", 500, 505, tc.extend, 1000).client(0).rejected(readOnly)
 			}
 			h.acquire(1, key, "B", 1200, 1205, ok)
 			r := h.check(t, Options{})
@@ -359,7 +359,7 @@ func TestStuckLock(t *testing.T) {
 
 func TestMalformedHistoryNamesTheEvent(t *testing.T) {
 	inv := func(i int, p history.Process) history.Event {
-		return history.Event{Index: i, Time: int64(i), Type: history.Invoke, Process: p, F: history.Acquire, Key: key}
+		return history.Event{Index: i, Time: int64(i), Type: history.Invoke, Process: p, F: history.Acquire, Key: key, Token: "t"}
 	}
 	done := func(i int, p history.Process, f string) history.Event {
 		return history.Event{Index: i, Time: int64(i), Type: history.OK, Process: p, F: f, Key: key}

@@ -19,7 +19,7 @@ func faultWindows(events []history.Event) []fault {
 	var faults []fault
 	for _, w := range history.FaultWindows(events) {
 		e := &events[w.Start]
-		f := fault{name: e.F, target: e.Target, detail: e.Detail, start: e.Time, end: forever}
+		f := fault{name: e.F, target: e.Target, detail: e.Detail, start: e.Time, end: history.Forever}
 		if w.End >= 0 {
 			f.end = events[w.End].Time
 		}
@@ -47,10 +47,10 @@ func (c *checker) faultsDuring(from, to int64) string {
 			s += " " + f.target
 		}
 		end := "not healed"
-		if f.end != forever {
-			end = secs(f.end)
+		if f.end != history.Forever {
+			end = history.Secs(f.end)
 		}
-		names = append(names, fmt.Sprintf("%s (%s to %s)", s, secs(f.start), end))
+		names = append(names, fmt.Sprintf("%s (%s to %s)", s, history.Secs(f.start), end))
 	}
 	if len(names) == 0 {
 		return ""

@@ -19,13 +19,13 @@ type tokenKey struct{ key, token string }
 // after its invoke (or after the invoke of the extend that reached furthest),
 // unless the client asked to release it sooner.
 type lease struct {
-	acq            *op
+	acq            *history.Op
 	start, certEnd int64
 	// certBy is the extend or release that set certEnd; nil when the
 	// acquire's own ttl did.
-	certBy *op
+	certBy *history.Op
 	// release is the first release of the lease after its grant, if any.
-	release *op
+	release *history.Op
 	// hi is when the lease had certainly expired on the server (slack
 	// included; forever when an extend of unknown outcome may have landed).
 	hi int64
@@ -35,29 +35,20 @@ type lease struct {
 // could not have been live: whatever the server extended or deleted
 // belonged to someone else.
 type foreignUse struct {
-	use *op
-	acq *op   // the token's acquire; nil when the history has none
-	hi  int64 // the lease may have been live until here, slack included
+	use *history.Op
+	acq *history.Op // the token's acquire; nil when the history has none
+	hi  int64       // the lease may have been live until here, slack included
 	// hiBy is the extend that set hi; nil when the acquire did.
-	hiBy *op
-}
-
-func ttlNs(ms int64) int64 {
-	// A lease without a ttl is a lock without expiry: it lasts until
-	// released.
-	if ms <= 0 {
-		return forever
-	}
-	return ms * 1e6
+	hiBy *history.Op
 }
 
 // extendTTL is the lease length an extend asked for; an extend that names
 // none renews by the acquire's ttl.
-func extendTTL(ext, acq *op) int64 {
-	if ext.ttlMs > 0 {
-		return ttlNs(ext.ttlMs)
+func extendTTL(ext, acq *history.Op) int64 {
+	if ext.TTLMs > 0 {
+		return history.LeaseNs(ext.TTLMs)
 	}
-	return ttlNs(acq.ttlMs)
+	return history.LeaseNs(acq.TTLMs)
 }
 
 // auditLeases finds double grants and foreign releases.
@@ -65,17 +56,17 @@ func (c *checker) auditLeases() {
 	var untokened int
 	for i := range c.ops {
 		o := &c.ops[i]
-		k := tokenKey{o.key, o.token}
-		switch o.kind {
+		k := tokenKey{o.Key, o.Token}
+		switch o.F {
 		case history.Acquire:
-			if o.token == "" {
+			if o.Token == "" {
 				continue
 			}
-			if prev, dup := c.acquires[k]; !dup || (prev.outcome != history.OK && o.outcome == history.OK) {
+			if prev, dup := c.acquires[k]; !dup || (prev.Type != history.OK && o.Type == history.OK) {
 				c.acquires[k] = o
 			}
 		case history.Extend, history.Release:
-			if o.token == "" {
+			if o.Token == "" {
 				untokened++
 				continue
 			}
@@ -90,22 +81,22 @@ func (c *checker) auditLeases() {
 	var keys []string
 	for i := range c.ops {
 		o := &c.ops[i]
-		if o.kind != history.Acquire || o.outcome != history.OK {
+		if o.F != history.Acquire || o.Type != history.OK {
 			continue
 		}
-		k := tokenKey{o.key, o.token}
-		var uses []*op
-		if o.token != "" {
+		k := tokenKey{o.Key, o.Token}
+		var uses []*history.Op
+		if o.Token != "" {
 			uses = c.uses[k]
 		}
 		// A token granted twice is a harness bug; audit its uses once.
-		audit := o.token != "" && c.acquires[k] == o
+		audit := o.Token != "" && c.acquires[k] == o
 		l, f := c.walkLease(o, uses, audit)
 		foreign = append(foreign, f...)
-		if _, seen := c.leases[o.key]; !seen {
-			keys = append(keys, o.key)
+		if _, seen := c.leases[o.Key]; !seen {
+			keys = append(keys, o.Key)
 		}
-		c.leases[o.key] = append(c.leases[o.key], l)
+		c.leases[o.Key] = append(c.leases[o.Key], l)
 		if audit {
 			c.leaseOf[k] = l
 		}
@@ -126,28 +117,28 @@ func (c *checker) auditLeases() {
 // invoke order. An extend counts only if the lease may still have been live
 // when it was invoked; a later one cannot have extended this lease, so it
 // is foreign if it succeeded.
-func (c *checker) walkLease(acq *op, uses []*op, audit bool) (*lease, []foreignUse) {
-	ttl := ttlNs(acq.ttlMs)
-	l := &lease{acq: acq, start: acq.doneT, certEnd: plus(acq.invT, ttl)}
-	hi := plus(acq.doneT, ttl) // may be live until here, before slack
-	var hiBy *op
+func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool) (*lease, []foreignUse) {
+	ttl := history.LeaseNs(acq.TTLMs)
+	l := &lease{acq: acq, start: acq.DoneT, certEnd: history.Plus(acq.InvT, ttl)}
+	hi := history.Plus(acq.DoneT, ttl) // may be live until here, before slack
+	var hiBy *history.Op
 	var foreign []foreignUse
 	// An extend sets the lease's remaining length (PEXPIRE), shorter or
 	// longer: the last one to land decides. lastOK is the latest extend
 	// known to have landed; minUnknown is the shortest length asked for by
 	// an extend of unknown outcome, which may land after any later one.
-	var lastOK *op
-	minUnknown := forever
+	var lastOK *history.Op
+	minUnknown := history.Forever
 	for _, u := range uses {
-		late := u.invT > plus(hi, c.slack)
-		if late && audit && u.outcome == history.OK {
-			foreign = append(foreign, foreignUse{use: u, acq: acq, hi: plus(hi, c.slack), hiBy: hiBy})
+		late := u.InvT > history.Plus(hi, c.slack)
+		if late && audit && u.Type == history.OK {
+			foreign = append(foreign, foreignUse{use: u, acq: acq, hi: history.Plus(hi, c.slack), hiBy: hiBy})
 		}
-		switch u.kind {
+		switch u.F {
 		case history.Release:
 			// Once a client asks to release, it no longer claims the lock,
 			// whatever the answer.
-			if l.release == nil && u.invT >= acq.doneT {
+			if l.release == nil && u.InvT >= acq.DoneT {
 				l.release = u
 			}
 		case history.Extend:
@@ -155,34 +146,34 @@ func (c *checker) walkLease(acq *op, uses []*op, audit bool) (*lease, []foreignU
 				continue
 			}
 			d := extendTTL(u, acq)
-			switch u.outcome {
+			switch u.Type {
 			case history.OK:
-				end := plus(u.invT, min(d, minUnknown))
-				if lastOK == nil || u.invT >= lastOK.doneT || end < l.certEnd {
+				end := history.Plus(u.InvT, min(d, minUnknown))
+				if lastOK == nil || u.InvT >= lastOK.DoneT || end < l.certEnd {
 					// This extend landed after the previous one, or
 					// may have (they overlap): its length counts.
 					l.certEnd, l.certBy = end, u
 				}
 				lastOK = u
-				if end := plus(u.doneT, d); end > hi {
+				if end := history.Plus(u.DoneT, d); end > hi {
 					hi, hiBy = end, u
 				}
 			case history.Info:
 				minUnknown = min(minUnknown, d)
-				if end := plus(u.invT, d); end < l.certEnd {
+				if end := history.Plus(u.InvT, d); end < l.certEnd {
 					l.certEnd, l.certBy = end, u
 				}
-				hi, hiBy = forever, u
+				hi, hiBy = history.Forever, u
 			}
 		}
 	}
-	if l.release != nil && l.release.invT < l.certEnd {
-		l.certEnd, l.certBy = l.release.invT, l.release
+	if l.release != nil && l.release.InvT < l.certEnd {
+		l.certEnd, l.certBy = l.release.InvT, l.release
 	}
-	if l.certEnd != forever {
+	if l.certEnd != history.Forever {
 		l.certEnd -= c.slack
 	}
-	l.hi = plus(hi, c.slack)
+	l.hi = history.Plus(hi, c.slack)
 	return l, foreign
 }
 
@@ -193,11 +184,11 @@ func (c *checker) ungrantedUses() []foreignUse {
 	var foreign []foreignUse
 	for i := range c.ops {
 		u := &c.ops[i]
-		if (u.kind != history.Extend && u.kind != history.Release) || u.token == "" || u.outcome != history.OK {
+		if (u.F != history.Extend && u.F != history.Release) || u.Token == "" || u.Type != history.OK {
 			continue
 		}
-		acq := c.acquires[tokenKey{u.key, u.token}]
-		if acq == nil || acq.outcome == history.Fail {
+		acq := c.acquires[tokenKey{u.Key, u.Token}]
+		if acq == nil || acq.Type == history.Fail {
 			foreign = append(foreign, foreignUse{use: u, acq: acq})
 		}
 	}
@@ -222,7 +213,7 @@ func (c *checker) overlaps(key string, ls []*lease) {
 		}
 		open = still
 		for _, o := range open {
-			if o.acq.token != "" && o.acq.token == l.acq.token {
+			if o.acq.Token != "" && o.acq.Token == l.acq.Token {
 				continue
 			}
 			c.reportDoubleGrant(key, o, l)
@@ -233,23 +224,23 @@ func (c *checker) overlaps(key string, ls []*lease) {
 
 func (c *checker) reportDoubleGrant(key string, a, b *lease) {
 	narrative := fmt.Sprintf("%s %s acquired %s, %s; %s %s acquired %s, %s",
-		secs(a.start), who(a.acq), grantee(a.acq), c.certainUntil(a),
-		secs(b.start), who(b.acq), grantee(b.acq), c.certainUntil(b))
+		history.Secs(a.start), who(a.acq), grantee(a.acq), c.certainUntil(a),
+		history.Secs(b.start), who(b.acq), grantee(b.acq), c.certainUntil(b))
 	c.report(DoubleGrant, key, positions(a.acq, b.acq, a.certBy, b.certBy), narrative)
 }
 
 func (c *checker) certainUntil(l *lease) string {
-	if l.certEnd == forever {
+	if l.certEnd == history.Forever {
 		return "held with no expiry and no release"
 	}
-	s := "certainly held until " + secs(l.certEnd)
+	s := "certainly held until " + history.Secs(l.certEnd)
 	switch {
 	case l.certBy == nil:
-		s += fmt.Sprintf(" (ttl %d ms from its invoke at %s", l.acq.ttlMs, secs(l.acq.invT))
-	case l.certBy.kind == history.Extend:
-		s += fmt.Sprintf(" (extended at %s for %d ms", secs(l.certBy.invT), extendTTL(l.certBy, l.acq)/1e6)
+		s += fmt.Sprintf(" (ttl %d ms from its invoke at %s", l.acq.TTLMs, history.Secs(l.acq.InvT))
+	case l.certBy.F == history.Extend:
+		s += fmt.Sprintf(" (extended at %s for %d ms", history.Secs(l.certBy.InvT), extendTTL(l.certBy, l.acq)/1e6)
 	default:
-		s += fmt.Sprintf(" (release asked at %s", secs(l.certBy.invT))
+		s += fmt.Sprintf(" (release asked at %s", history.Secs(l.certBy.InvT))
 	}
 	if c.slack > 0 {
 		s += fmt.Sprintf(", less %.3f s slack", float64(c.slack)/1e9)
@@ -260,34 +251,34 @@ func (c *checker) certainUntil(l *lease) string {
 func (c *checker) reportForeign(f foreignUse) {
 	u := f.use
 	verb := "released"
-	if u.kind == history.Extend {
+	if u.F == history.Extend {
 		verb = "extended"
 	}
-	narrative := fmt.Sprintf("%s %s %s %s token %s (ok)", secs(u.invT), who(u), verb, u.key, u.token)
+	narrative := fmt.Sprintf("%s %s %s %s token %s (ok)", history.Secs(u.InvT), who(u), verb, u.Key, u.Token)
 	switch {
 	case f.acq == nil:
 		narrative += ", but no acquire of that token appears in the history"
-	case f.acq.outcome == history.Fail:
-		narrative += fmt.Sprintf(", but its acquire at %s failed: the token was never granted", secs(f.acq.invT))
+	case f.acq.Type == history.Fail:
+		narrative += fmt.Sprintf(", but its acquire at %s failed: the token was never granted", history.Secs(f.acq.InvT))
 	case f.hiBy == nil:
 		narrative += fmt.Sprintf(", but that lease had expired by %s (granted to %s at %s with ttl %d ms)",
-			secs(f.hi), who(f.acq), secs(f.acq.doneT), f.acq.ttlMs)
+			history.Secs(f.hi), who(f.acq), history.Secs(f.acq.DoneT), f.acq.TTLMs)
 	default:
 		narrative += fmt.Sprintf(", but that lease had expired by %s (granted to %s at %s, last extended at %s for %d ms)",
-			secs(f.hi), who(f.acq), secs(f.acq.doneT), secs(f.hiBy.invT), extendTTL(f.hiBy, f.acq)/1e6)
+			history.Secs(f.hi), who(f.acq), history.Secs(f.acq.DoneT), history.Secs(f.hiBy.InvT), extendTTL(f.hiBy, f.acq)/1e6)
 	}
 	ps := positions(f.acq, f.hiBy, u)
-	if other := c.holderAt(u.key, u.invT, f.acq); other != nil {
+	if other := c.holderAt(u.Key, u.InvT, f.acq); other != nil {
 		narrative += fmt.Sprintf("; the latest grant of %s before then was %s to %s at %s",
-			u.key, token(other.acq), who(other.acq), secs(other.start))
+			u.Key, token(other.acq), who(other.acq), history.Secs(other.start))
 		ps = append(ps, positions(other.acq)...)
 	}
-	c.report(ForeignRelease, u.key, ps, narrative)
+	c.report(ForeignRelease, u.Key, ps, narrative)
 }
 
 // holderAt is the lease of key granted last before t, other than the one of
 // acquire not; nil if none.
-func (c *checker) holderAt(key string, t int64, not *op) *lease {
+func (c *checker) holderAt(key string, t int64, not *history.Op) *lease {
 	ls := c.leases[key]
 	i := sort.Search(len(ls), func(i int) bool { return ls[i].start >= t })
 	for i--; i >= 0; i-- {

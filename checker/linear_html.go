@@ -94,11 +94,11 @@ func annotations(events []history.Event, res Result) []porcupine.Annotation {
 	var as []porcupine.Annotation
 	for _, f := range faultWindows(events) {
 		stop := f.end
-		if stop == forever {
+		if stop == history.Forever {
 			stop = end
 		}
 		details := strings.TrimSpace(f.target + " " + f.detail)
-		if f.end == forever {
+		if f.end == history.Forever {
 			details += " (not healed)"
 		}
 		as = append(as, porcupine.Annotation{

@@ -10,22 +10,22 @@ import (
 // auditLiveness judges the closing check: after the faults heal, every key
 // the final acquires ask for must be granted to one of them.
 func (c *checker) auditLiveness() {
-	attempts := make(map[string][]*op)
+	attempts := make(map[string][]*history.Op)
 	var keys []string
 	anyFinal := false
 	for i := range c.ops {
 		o := &c.ops[i]
-		if !o.final {
+		if !o.Final {
 			continue
 		}
 		anyFinal = true
-		if o.kind != history.Acquire {
+		if o.F != history.Acquire {
 			continue
 		}
-		if _, seen := attempts[o.key]; !seen {
-			keys = append(keys, o.key)
+		if _, seen := attempts[o.Key]; !seen {
+			keys = append(keys, o.Key)
 		}
-		attempts[o.key] = append(attempts[o.key], o)
+		attempts[o.Key] = append(attempts[o.Key], o)
 	}
 	switch {
 	case !anyFinal:
@@ -40,43 +40,43 @@ func (c *checker) auditLiveness() {
 	slices.Sort(keys)
 	c.res.Liveness = LivenessOK
 	for _, key := range keys {
-		if !slices.ContainsFunc(attempts[key], func(o *op) bool { return o.outcome == history.OK }) {
+		if !slices.ContainsFunc(attempts[key], func(o *history.Op) bool { return o.Type == history.OK }) {
 			c.res.Liveness = LivenessStuck
 			c.reportStuck(key, attempts[key])
 		}
 	}
 }
 
-func (c *checker) reportStuck(key string, attempts []*op) {
-	from, to := forever, int64(0)
+func (c *checker) reportStuck(key string, attempts []*history.Op) {
+	from, to := history.Forever, int64(0)
 	failed, unknown := 0, 0
 	historyEnd := c.events[len(c.events)-1].Time
 	for _, o := range attempts {
-		from = min(from, o.invT)
+		from = min(from, o.InvT)
 		end := historyEnd // still waiting when the history ended
-		if o.finished() {
-			end = o.doneT
+		if o.Finished() {
+			end = o.DoneT
 		}
 		to = max(to, end)
-		if o.outcome == history.Fail {
+		if o.Type == history.Fail {
 			failed++
 		} else {
 			unknown++
 		}
 	}
 	narrative := fmt.Sprintf("after healing, no acquire of %s succeeded between %s and %s (%s: %d failed, %d unknown)",
-		key, secs(from), secs(to), count(int64(len(attempts)), "attempt"), failed, unknown)
+		key, history.Secs(from), history.Secs(to), count(int64(len(attempts)), "attempt"), failed, unknown)
 	ps := positions(attempts...)
 	if ls := c.leases[key]; len(ls) > 0 {
 		l := ls[len(ls)-1]
-		narrative += fmt.Sprintf("; the last grant of %s was %s to %s at %s", key, token(l.acq), who(l.acq), secs(l.start))
+		narrative += fmt.Sprintf("; the last grant of %s was %s to %s at %s", key, token(l.acq), who(l.acq), history.Secs(l.start))
 		switch r := l.release; {
 		case r == nil:
 			narrative += ", which was never released"
-		case !r.finished():
-			narrative += fmt.Sprintf(", whose release asked at %s never completed", secs(r.invT))
+		case !r.Finished():
+			narrative += fmt.Sprintf(", whose release asked at %s never completed", history.Secs(r.InvT))
 		default:
-			narrative += fmt.Sprintf(", whose release asked at %s ended %s", secs(r.invT), r.outcome)
+			narrative += fmt.Sprintf(", whose release asked at %s ended %s", history.Secs(r.InvT), r.Type)
 		}
 		ps = append(ps, positions(l.acq, l.release)...)
 	} else {

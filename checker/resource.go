@@ -11,13 +11,13 @@ import (
 // auditResource checks what the protected resource accepted: writes from
 // superseded holders (stale-write), writes fencing refused, and the counter.
 func (c *checker) auditResource() {
-	var accepted []*op
+	var accepted []*history.Op
 	for i := range c.ops {
 		o := &c.ops[i]
-		if o.kind != history.Write {
+		if o.F != history.Write {
 			continue
 		}
-		switch o.outcome {
+		switch o.Type {
 		case history.OK:
 			accepted = append(accepted, o)
 		case history.Fail:
@@ -27,7 +27,7 @@ func (c *checker) auditResource() {
 	}
 	// The resource's order is the order of its acceptances, which the
 	// recorder stamps together with the effect.
-	sort.Slice(accepted, func(i, j int) bool { return accepted[i].done < accepted[j].done })
+	sort.Slice(accepted, func(i, j int) bool { return accepted[i].Done < accepted[j].Done })
 	c.auditStaleWrites(accepted)
 	c.auditExpiredWrites(accepted)
 	c.auditCounter(accepted)
@@ -36,19 +36,19 @@ func (c *checker) auditResource() {
 // auditExpiredWrites flags an accepted write that landed after its lease
 // had certainly expired on the servers: the client acted on a lock it no
 // longer held, whatever it (or its library) believed.
-func (c *checker) auditExpiredWrites(accepted []*op) {
+func (c *checker) auditExpiredWrites(accepted []*history.Op) {
 	for _, w := range accepted {
 		g := c.grantOf(w)
 		if g == nil {
 			continue
 		}
-		l := c.leaseOf[tokenKey{w.key, w.token}]
-		if l == nil || l.hi == forever || w.doneT <= l.hi {
+		l := c.leaseOf[tokenKey{w.Key, w.Token}]
+		if l == nil || l.hi == history.Forever || w.DoneT <= l.hi {
 			continue
 		}
 		narrative := fmt.Sprintf("%s %s acquired %s; its lease had certainly expired by %s; %s the resource accepted its write (stored %s), %s after that",
-			secs(g.doneT), who(g), grantee(g), secs(l.hi), secs(w.doneT), value(w.stored), secs(w.doneT-l.hi))
-		c.report(ExpiredWrite, w.key, positions(g, w), narrative)
+			history.Secs(g.DoneT), who(g), grantee(g), history.Secs(l.hi), history.Secs(w.DoneT), value(w.Stored), history.Secs(w.DoneT-l.hi))
+		c.report(ExpiredWrite, w.Key, positions(g, w), narrative)
 	}
 }
 
@@ -56,37 +56,37 @@ func (c *checker) auditExpiredWrites(accepted []*op) {
 // than that of a write the resource had already accepted for the same key:
 // the newer grant's acquire began after the older one's had completed, so
 // the older holder's lease was over by the time the newer holder wrote.
-func (c *checker) auditStaleWrites(accepted []*op) {
-	type newest struct{ grant, write *op }
+func (c *checker) auditStaleWrites(accepted []*history.Op) {
+	type newest struct{ grant, write *history.Op }
 	latest := make(map[string]newest)
 	for _, w := range accepted {
 		g := c.grantOf(w)
 		if g == nil {
 			continue
 		}
-		n, seen := latest[w.key]
-		if seen && n.grant.invT > g.doneT {
+		n, seen := latest[w.Key]
+		if seen && n.grant.InvT > g.DoneT {
 			narrative := fmt.Sprintf("%s %s acquired %s; %s %s acquired %s, asking at %s, after the first grant; "+
 				"%s the resource accepted the second holder's write (stored %s); "+
 				"%s the resource accepted the first holder's write (stored %s) after the newer holder's",
-				secs(g.doneT), who(g), grantee(g),
-				secs(n.grant.doneT), who(n.grant), grantee(n.grant), secs(n.grant.invT),
-				secs(n.write.doneT), value(n.write.stored),
-				secs(w.doneT), value(w.stored))
-			c.report(StaleWrite, w.key, positions(g, n.grant, n.write, w), narrative)
+				history.Secs(g.DoneT), who(g), grantee(g),
+				history.Secs(n.grant.DoneT), who(n.grant), grantee(n.grant), history.Secs(n.grant.InvT),
+				history.Secs(n.write.DoneT), value(n.write.Stored),
+				history.Secs(w.DoneT), value(w.Stored))
+			c.report(StaleWrite, w.Key, positions(g, n.grant, n.write, w), narrative)
 		}
-		if !seen || g.invT > n.grant.invT {
-			latest[w.key] = newest{g, w}
+		if !seen || g.InvT > n.grant.InvT {
+			latest[w.Key] = newest{g, w}
 		}
 	}
 }
 
 // grantOf is the granted acquire a write claims to hold, or nil.
-func (c *checker) grantOf(w *op) *op {
-	if w.token == "" {
+func (c *checker) grantOf(w *history.Op) *history.Op {
+	if w.Token == "" {
 		return nil
 	}
-	if g := c.acquires[tokenKey{w.key, w.token}]; g != nil && g.outcome == history.OK {
+	if g := c.acquires[tokenKey{w.Key, w.Token}]; g != nil && g.Type == history.OK {
 		return g
 	}
 	return nil
@@ -95,16 +95,16 @@ func (c *checker) grantOf(w *op) *op {
 // auditCounter compares the number of acknowledged increments with the
 // value the counter ended at. Each write stores the value it read plus one,
 // so two acknowledged writes that stored the same value overwrote each other.
-func (c *checker) auditCounter(accepted []*op) {
+func (c *checker) auditCounter(accepted []*history.Op) {
 	c.res.Counter.Acknowledged = len(accepted)
 	if len(accepted) == 0 {
 		return
 	}
 	last := accepted[len(accepted)-1]
-	if last.stored == nil {
-		c.note("the last acknowledged write (event %d) carries no stored value; the counter is taken as 0", c.events[last.done].Index)
+	if last.Stored == nil {
+		c.note("the last acknowledged write (event %d) carries no stored value; the counter is taken as 0", c.events[last.Done].Index)
 	} else {
-		c.res.Counter.Final = *last.stored
+		c.res.Counter.Final = *last.Stored
 	}
 	lost := int64(len(accepted)) - c.res.Counter.Final
 	if lost <= 0 {
@@ -113,26 +113,26 @@ func (c *checker) auditCounter(accepted []*op) {
 	c.res.Anomalies[LostUpdate] = int(lost)
 
 	const examples = 3
-	first := make(map[int64]*op)
+	first := make(map[int64]*history.Op)
 	var overwrites []string
 	ps := positions(last)
 	for _, w := range accepted {
-		if w.stored == nil {
+		if w.Stored == nil {
 			continue
 		}
-		f, dup := first[*w.stored]
+		f, dup := first[*w.Stored]
 		if !dup {
-			first[*w.stored] = w
+			first[*w.Stored] = w
 			continue
 		}
 		if len(overwrites) < examples {
 			overwrites = append(overwrites, fmt.Sprintf("value %d was stored by %s at %s and again by %s at %s",
-				*w.stored, who(f), secs(f.doneT), who(w), secs(w.doneT)))
+				*w.Stored, who(f), history.Secs(f.DoneT), who(w), history.Secs(w.DoneT)))
 			ps = append(ps, positions(f, w)...)
 		}
 	}
 	narrative := fmt.Sprintf("%s acknowledged but the counter ends at %d (last write at %s): %s lost",
-		count(int64(len(accepted)), "write"), c.res.Counter.Final, secs(last.doneT), count(lost, "update"))
+		count(int64(len(accepted)), "write"), c.res.Counter.Final, history.Secs(last.DoneT), count(lost, "update"))
 	if len(overwrites) > 0 {
 		narrative += "; " + strings.Join(overwrites, "; ")
 	}

@@ -260,6 +260,9 @@ func (s *sim) call(e history.Event, done func(typ string, fence int64)) {
 	complete := func(typ, errText string, fence int64) {
 		c := e
 		c.Type, c.Error = typ, errText
+		if errText == readOnly {
+			c.Reason = history.ReasonRejected
+		}
 		if typ == history.OK && c.F == history.Acquire {
 			if s.cfg.fenced {
 				c.Fence = fence
@@ -272,7 +275,7 @@ func (s *sim) call(e history.Event, done func(typ string, fence int64)) {
 	switch r := s.rng.Float64(); {
 	case r < s.cfg.rejected:
 		s.at(s.now+send+back, func() {
-			complete(history.Fail, "READONLY You can't write against a read only replica.", 0)
+			complete(history.Fail, readOnly, 0)
 		})
 	case r < s.cfg.rejected+s.cfg.lost:
 		switch s.rng.Intn(3) {

@@ -9,13 +9,13 @@ import (
 // opStats counts each operation kind's outcomes and summarizes the latency
 // of its completed operations, info included; an unfinished operation counts
 // as info but has no latency.
-func opStats(ops []op) map[string]OpStats {
+func opStats(ops []history.Op) map[string]OpStats {
 	stats := make(map[string]OpStats)
 	latencies := make(map[string][]int64)
 	for i := range ops {
 		o := &ops[i]
-		s := stats[o.kind]
-		switch o.outcome {
+		s := stats[o.F]
+		switch o.Type {
 		case history.OK:
 			s.OK++
 		case history.Fail:
@@ -23,9 +23,9 @@ func opStats(ops []op) map[string]OpStats {
 		default:
 			s.Info++
 		}
-		stats[o.kind] = s
-		if o.finished() {
-			latencies[o.kind] = append(latencies[o.kind], o.doneT-o.invT)
+		stats[o.F] = s
+		if o.Finished() {
+			latencies[o.F] = append(latencies[o.F], o.DoneT-o.InvT)
 		}
 	}
 	for kind, ls := range latencies {

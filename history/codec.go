@@ -23,12 +23,14 @@ func ReadFile(path string) ([]Event, error) {
 	return events, nil
 }
 
-// Decode parses a JSONL history. An error names the line (from 1) and what was
-// wrong with it. Blank lines are skipped.
+// Decode parses a JSONL history and checks it as a Validator does. An error
+// names the line (from 1) and what was wrong with it; the events before that
+// line are returned with it. Blank lines are skipped.
 func Decode(r io.Reader) ([]Event, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	var events []Event
+	v := NewValidator()
 	for line := 1; sc.Scan(); line++ {
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
@@ -40,7 +42,7 @@ func Decode(r io.Reader) ([]Event, error) {
 		if err := dec.Decode(&e); err != nil {
 			return events, fmt.Errorf("line %d: %v", line, err)
 		}
-		if err := e.validate(); err != nil {
+		if err := v.Next(e); err != nil {
 			return events, fmt.Errorf("line %d: %v", line, err)
 		}
 		events = append(events, e)
@@ -63,30 +65,4 @@ func Encode(w io.Writer, events []Event) error {
 		bw.WriteByte('\n')
 	}
 	return bw.Flush()
-}
-
-func (e Event) validate() error {
-	if e.Process == Nemesis {
-		if e.Phase != Start && e.Phase != End && e.Phase != Instant {
-			return fmt.Errorf("nemesis event has phase %q, want %q, %q or %q", e.Phase, Start, End, Instant)
-		}
-		if e.F == "" {
-			return fmt.Errorf("nemesis event has no fault name in \"f\"")
-		}
-		return nil
-	}
-	switch e.Type {
-	case Invoke, OK, Fail, Info:
-	default:
-		return fmt.Errorf("type %q is not one of invoke, ok, fail, info", e.Type)
-	}
-	switch e.F {
-	case Acquire, Extend, Release, Write, Read, Lost:
-	default:
-		return fmt.Errorf("f %q is not one of acquire, extend, release, write, read, lost", e.F)
-	}
-	if e.Time < 0 {
-		return fmt.Errorf("time %d is negative", e.Time)
-	}
-	return nil
 }

@@ -107,6 +107,10 @@ type Event struct {
 	// Value is the counter value a write read (invoke) or stored (ok).
 	Value *int64 `json:"value,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Reason says why a fail completion failed: busy, not-held or
+	// rejected (see ReasonBusy). Without one, a fail is the lock's own
+	// answer: busy for an acquire, not-held for an extend or release.
+	Reason string `json:"reason,omitempty"`
 	// Final marks the closing liveness check's operations.
 	Final bool `json:"final,omitempty"`
 	// Phase, Target and Detail describe nemesis events.

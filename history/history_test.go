@@ -12,6 +12,7 @@ func TestRecorderStampsAndRoundTrips(t *testing.T) {
 	r.Record(Event{Type: Invoke, Process: 0, F: Acquire, Key: "k", Token: "t1", TTLMs: 1000})
 	r.Record(Event{Type: OK, Process: 0, F: Acquire, Key: "k", Token: "t1", Fence: 3, ValidMs: 990})
 	r.Record(Event{Type: Info, Process: Nemesis, F: "partition", Phase: Start, Target: "client 1"})
+	r.Record(Event{Type: Invoke, Process: 2, Client: 1, F: Write, Value: Int64(0)})
 	r.Record(Event{Type: OK, Process: 2, Client: 1, F: Write, Value: Int64(0)})
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
@@ -38,8 +39,8 @@ func TestRecorderStampsAndRoundTrips(t *testing.T) {
 	if got[2].Process != Nemesis {
 		t.Errorf("nemesis process decoded as %v", got[2].Process)
 	}
-	if got[3].Value == nil || *got[3].Value != 0 {
-		t.Errorf("a zero value must survive the round trip, got %v", got[3].Value)
+	if got[4].Value == nil || *got[4].Value != 0 {
+		t.Errorf("a zero value must survive the round trip, got %v", got[4].Value)
 	}
 	if !strings.Contains(buf.String(), `"process":"nemesis"`) && buf.Len() != 0 {
 		t.Errorf("nemesis not written as a string")
@@ -48,12 +49,13 @@ func TestRecorderStampsAndRoundTrips(t *testing.T) {
 
 func TestReadNamesTheBadLine(t *testing.T) {
 	cases := map[string]string{
-		"{\"index\":0,\"time\":1,\"type\":\"invoke\",\"process\":0,\"f\":\"acquire\"}\n{\"index\":1,\"ti": "line 2",
-		`{"type":"bogus","process":0,"f":"acquire"}`:                                                      `type "bogus"`,
-		`{"type":"ok","process":0,"f":"lock"}`:                                                            `f "lock"`,
-		`{"type":"ok","process":-3,"f":"acquire"}`:                                                        "process",
-		`{"type":"info","process":"nemesis","f":"partition","phase":"middle"}`:                            "phase",
-		`{"type":"ok","process":0,"f":"acquire","color":"red"}`:                                           "unknown field",
+		"{\"index\":0,\"time\":1,\"type\":\"invoke\",\"process\":0,\"f\":\"acquire\",\"key\":\"k\",\"token\":\"t\"}\n{\"index\":1,\"ti":                                                                                          "line 2",
+		"{\"index\":0,\"time\":5,\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"partition\",\"phase\":\"start\"}\n\n{\"index\":1,\"time\":4,\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"partition\",\"phase\":\"end\"}": "line 3: time 4 goes backwards",
+		`{"type":"bogus","process":0,"f":"acquire"}`:                           `type "bogus"`,
+		`{"type":"ok","process":0,"f":"lock"}`:                                 `f "lock"`,
+		`{"type":"ok","process":-3,"f":"acquire"}`:                             "process",
+		`{"type":"info","process":"nemesis","f":"partition","phase":"middle"}`: "phase",
+		`{"type":"ok","process":0,"f":"acquire","color":"red"}`:                "unknown field",
 	}
 	for in, want := range cases {
 		_, err := Decode(strings.NewReader(in))

@@ -3,6 +3,8 @@ package models
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/lockharness/lockharness/history"
 )
 
 // describeOperation is one line for porcupine's visualization, such as
@@ -16,8 +18,12 @@ func describeOperation(input, output interface{}) string {
 	if in.Kind != Read {
 		s += " " + tokenName(in.Token)
 	}
-	if in.TTL > 0 && (in.Kind == Acquire || in.Kind == Extend) {
-		s += " ttl " + ms(in.TTL)
+	if in.Kind == Acquire || in.Kind == Extend {
+		if in.TTL == Forever {
+			s += " without expiry"
+		} else {
+			s += " ttl " + ms(in.TTL)
+		}
 	}
 	switch out.Outcome {
 	case OK:
@@ -51,13 +57,7 @@ func tokenName(t string) string {
 	return t
 }
 
-// secs formats a time on the harness's clock as the checker does.
-func secs(ns int64) string {
-	if ns == Forever {
-		return "never"
-	}
-	return fmt.Sprintf("%.3f s", float64(ns)/1e9)
-}
+func secs(ns int64) string { return history.Secs(ns) }
 
 func ms(ns int64) string {
 	if ns%1e6 == 0 {

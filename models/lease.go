@@ -148,7 +148,7 @@ func LeaseLockPartitioned(slack time.Duration, p Partitioning) porcupine.Model {
 
 // end is when a lease started at t with ttl ends; Forever without expiry.
 func end(t, ttl int64) int64 {
-	if ttl == 0 || t == Forever {
+	if ttl == Forever || t == Forever {
 		return Forever
 	}
 	return t + ttl

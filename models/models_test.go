@@ -26,8 +26,23 @@ func (h *hb) op(p int, f, key, token string, at, done int64, outcome, errText st
 	h.add(e)
 	if outcome != "" {
 		e.Time, e.Type, e.Error, e.Fence = done*msec, outcome, errText, fence
+		if outcome == history.Fail {
+			e.Reason = reasonOf(errText)
+		}
 		h.add(e)
 	}
+}
+
+// reasonOf is the reason a worker gives with a failure's error, as these
+// tests write them.
+func reasonOf(errText string) string {
+	switch {
+	case errText == "", strings.Contains(errText, "busy"):
+		return history.ReasonBusy
+	case strings.Contains(errText, "not held"):
+		return history.ReasonNotHeld
+	}
+	return history.ReasonRejected
 }
 
 func TestOperations(t *testing.T) {

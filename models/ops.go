@@ -2,18 +2,17 @@ package models
 
 import (
 	"fmt"
-	"math"
 	"sort"
-	"strings"
 
 	"github.com/anishathalye/porcupine"
 
 	"github.com/lockharness/lockharness/history"
 )
 
-// Forever is the completion time of an operation whose outcome is unknown:
-// it may take effect at any later instant.
-const Forever int64 = math.MaxInt64
+// Forever is the completion time of an operation whose outcome is unknown
+// (it may take effect at any later instant), and the ttl of a lease without
+// expiry.
+const Forever = history.Forever
 
 // Kind is a lock operation.
 type Kind uint8
@@ -81,8 +80,8 @@ type Input struct {
 	// nanoseconds on the harness's clock. Return is Forever when the
 	// outcome is unknown.
 	Invoke, Return int64
-	// TTL is the lease an acquire or extend asked for, in nanoseconds; 0
-	// means no expiry.
+	// TTL is the lease an acquire or extend asked for, in nanoseconds;
+	// Forever means no expiry. Releases carry none (0).
 	TTL int64
 	// Anonymous marks an acquire whose token no other operation on its key
 	// uses. If its outcome is unknown, all that matters is that some lease
@@ -99,10 +98,9 @@ type Input struct {
 type Output struct {
 	Outcome Outcome
 	// Rejected marks a failure that says nothing about the lock's state
-	// (READONLY, LOADING, NOAUTH, a lost quorum...): the command certainly
-	// had no effect, and neither "busy" nor "not held" may be read into it.
-	// A failure whose error is empty or says "busy" or "not held" is an
-	// answer about the lock and is not rejected.
+	// (reason "rejected": READONLY, LOADING, NOAUTH, a lost quorum...): the
+	// command certainly had no effect, and neither "busy" nor "not held"
+	// may be read into it. A failure without a reason is the lock's answer.
 	Rejected bool
 	// Fence is the fencing token an acquire was granted, 0 if none.
 	Fence int64
@@ -114,14 +112,13 @@ type Output struct {
 }
 
 // Operations turns a history into porcupine operations: one per lock
-// operation (acquire, extend, release), pairing each completion with its
-// process's outstanding invoke. Nemesis events and the protected resource's
-// writes and reads are left out. An operation that completed as info, or
-// never completed, returns to porcupine just after the last event of the
-// history, which within the history is as good as never, and its Input
-// says Return: Forever. ClientId numbers processes densely in order of
-// appearance, so porcupine's visualization draws one lane per process.
-// Operations come out in invoke order.
+// operation (acquire, extend, release; see history.Ops). Nemesis events and
+// the protected resource's writes and reads are left out. An operation that
+// completed as info, or never completed, returns to porcupine just after the
+// last event of the history, which within the history is as good as never,
+// and its Input says Return: Forever. ClientId numbers processes densely in
+// order of appearance, so porcupine's visualization draws one lane per
+// process. Operations come out in invoke order.
 func Operations(events []history.Event) ([]porcupine.Operation, error) {
 	var end int64
 	for i := range events {
@@ -129,96 +126,63 @@ func Operations(events []history.Event) ([]porcupine.Operation, error) {
 	}
 	end++ // after the last event: unknown outcomes land no later than "never"
 
-	all, err := history.Pairs(events)
+	all, err := history.Ops(events)
 	if err != nil {
 		return nil, err
 	}
-	// Only lock operations; the resource's writes and reads are left out.
-	type pair struct{ inv, done int } // positions in events; done -1 if none
-	pairs := make([]pair, 0, len(all))
-	needTTLs := false
-	for _, p := range all {
-		inv := &events[p.Inv]
-		if _, lock := lockKind(inv.F); !lock {
-			continue
+	lockOps := make([]*history.Op, 0, len(all))
+	for i := range all {
+		if all[i].Lease() {
+			lockOps = append(lockOps, &all[i])
 		}
-		needTTLs = needTTLs || inv.F == history.Extend && inv.TTLMs <= 0
-		pairs = append(pairs, pair{inv: p.Inv, done: p.Done})
 	}
-
-	// What the operation's completion says, if it says anything: an info
-	// completion changes nothing, as the operation may still take effect.
-	completion := func(p pair) *history.Event {
-		if p.done < 0 || events[p.done].Type == history.Info {
-			return nil
-		}
-		return &events[p.done]
-	}
-	keyToken := func(p pair) [2]string {
-		inv := &events[p.inv]
-		key, token := inv.Key, inv.Token
-		if c := completion(p); c != nil {
-			if key == "" {
-				key = c.Key
-			}
-			if token == "" {
-				token = c.Token
-			}
-		}
-		return [2]string{key, token}
-	}
-	uses := make(map[[2]string]int, len(pairs)/2)
-	var ttls map[[2]string]int64 // each acquire's ttl, for extends that name none
-	if needTTLs {
-		ttls = make(map[[2]string]int64)
-	}
-	for _, p := range pairs {
-		kt := keyToken(p)
+	type keyToken struct{ key, token string }
+	uses := make(map[keyToken]int, len(lockOps)/2)
+	ttls := make(map[keyToken]int64) // each acquire's ttl, for extends that name none
+	for _, o := range lockOps {
+		kt := keyToken{o.Key, o.Token}
 		uses[kt]++
-		if inv := &events[p.inv]; ttls != nil && inv.F == history.Acquire {
-			ttls[kt] = ttlNs(inv.TTLMs)
+		if o.F == history.Acquire {
+			ttls[kt] = history.LeaseNs(o.TTLMs)
 		}
 	}
 
 	lanes := make(map[history.Process]int)
-	ops := make([]porcupine.Operation, len(pairs))
-	for i, p := range pairs {
-		inv := &events[p.inv]
-		kind, _ := lockKind(inv.F)
-		kt := keyToken(p)
-		lane, seen := lanes[inv.Process]
+	ops := make([]porcupine.Operation, len(lockOps))
+	for i, o := range lockOps {
+		kind, _ := lockKind(o.F)
+		kt := keyToken{o.Key, o.Token}
+		lane, seen := lanes[o.Process]
 		if !seen {
 			lane = len(lanes)
-			lanes[inv.Process] = lane
+			lanes[o.Process] = lane
 		}
-		in := &Input{Kind: kind, Key: kt[0], Token: kt[1], Invoke: inv.Time, Return: Forever,
-			Client: inv.Client, Process: inv.Process, Index: inv.Index}
+		in := Input{Kind: kind, Key: o.Key, Token: o.Token, Invoke: o.InvT, Return: Forever,
+			Client: o.Client, Process: o.Process, Index: events[o.Inv].Index}
 		switch {
-		case kind == Acquire:
-			in.TTL = ttlNs(inv.TTLMs)
-		case kind == Extend && inv.TTLMs > 0:
-			in.TTL = ttlNs(inv.TTLMs)
+		case kind == Acquire || kind == Extend && o.TTLMs > 0:
+			in.TTL = history.LeaseNs(o.TTLMs)
 		case kind == Extend:
-			in.TTL = ttls[kt]
+			in.TTL = history.Forever
+			if ttl, ok := ttls[kt]; ok {
+				in.TTL = ttl
+			}
 		}
-		out := &Output{Outcome: Info, Index: -1}
+		out := Output{Outcome: Info, Index: -1}
 		ret := end
-		if p.done >= 0 {
-			out.Index = events[p.done].Index
-		}
-		if c := completion(p); c != nil {
-			out.Outcome, out.Error, out.Fence = OK, c.Error, c.Fence
-			if c.Type == history.Fail {
-				out.Outcome = Fail
-				out.Rejected = !aboutTheLock(c.Error)
+		if o.Finished() {
+			out.Index = events[o.Done].Index
+			if o.Type != history.Info {
+				out.Error, out.Fence = o.Error, o.Fence
+				out.Outcome = OK
+				if o.Type == history.Fail {
+					out.Outcome, out.Rejected = Fail, !o.AboutTheLock()
+				}
+				in.Return, ret = o.DoneT, o.DoneT
 			}
-			if out.Fence == 0 && kind == Acquire {
-				out.Fence = inv.Fence
-			}
-			in.Return, ret = c.Time, c.Time
 		}
 		in.Anonymous = kind == Acquire && uses[kt] == 1
-		ops[i] = porcupine.Operation{ClientId: lane, Input: *in, Call: inv.Time, Output: *out, Return: ret}
+		ops[i] = porcupine.Operation{ClientId: lane, Input: in, Call: o.InvT, Output: out, Return: ret}
 	}
 	return ops, nil
 }
@@ -235,28 +199,6 @@ func lockKind(f string) (Kind, bool) {
 		return Release, true
 	}
 	return 0, false
-}
-
-// aboutTheLock reports whether a failure's error is an answer about the
-// lock's state ("lock busy", "lock not held", or no error at all) rather
-// than a rejection of the command.
-func aboutTheLock(err string) bool {
-	if err == "" {
-		return true
-	}
-	e := strings.ToLower(err)
-	return strings.Contains(e, "busy") || strings.Contains(e, "not held")
-}
-
-// maxTTLMs bounds ttls so that time arithmetic cannot overflow: longer is
-// no expiry at all (a century).
-const maxTTLMs = 100 * 365 * 24 * 3600 * 1000
-
-func ttlNs(ms int64) int64 {
-	if ms <= 0 || ms > maxTTLMs {
-		return 0
-	}
-	return ms * 1e6
 }
 
 // ByKey splits operations by lock key, keeping their order; keys come out

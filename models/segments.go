@@ -193,7 +193,7 @@ func (sg segmenter) cuts(ops []porcupine.Operation, tokens tokenUses, minSeg int
 		switch in.Kind {
 		case Acquire, Extend:
 			until := Forever
-			if !sg.fenced && in.TTL > 0 && !tokens.of(in.Token).unknownExtend {
+			if !sg.fenced && in.TTL != Forever && !tokens.of(in.Token).unknownExtend {
 				until = in.Return + in.TTL + sg.slack
 			}
 			open = append(open, grant{token: in.Token, ret: in.Return, until: until})

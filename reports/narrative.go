@@ -101,11 +101,11 @@ func (a *analysis) line(p, stale int) StoryLine {
 		return l
 	}
 	o := a.ops[oi]
-	l.Who = fmt.Sprintf("client %d (process %s)", o.client, o.process)
-	if o.final {
+	l.Who = fmt.Sprintf("client %d (process %s)", o.Client, o.Process)
+	if o.Final {
 		l.Who += " in the final check"
 	}
-	if p == o.inv {
+	if p == o.Inv {
 		l.Text = a.invoked(o)
 	} else {
 		l.Text = a.completed(oi, o, oi == stale)
@@ -114,62 +114,62 @@ func (a *analysis) line(p, stale int) StoryLine {
 }
 
 func (a *analysis) invoked(o opInfo) string {
-	switch o.kind {
+	switch o.F {
 	case history.Acquire:
 		// The fence comes with the grant, not the request.
-		s := "asks for " + o.key + " (" + tokenText(opInfo{token: o.token})
-		if o.ttlMs > 0 {
-			s += fmt.Sprintf(", ttl %d ms", o.ttlMs)
+		s := "asks for " + o.Key + " (" + tokenText(opInfo{Token: o.Token})
+		if o.TTLMs > 0 {
+			s += fmt.Sprintf(", ttl %d ms", o.TTLMs)
 		}
 		return s + ")"
 	case history.Write:
 		s := "writes to the resource under " + tokenText(o)
-		if o.read != nil {
-			s += fmt.Sprintf(", having read %d", *o.read)
+		if o.Read != nil {
+			s += fmt.Sprintf(", having read %d", *o.Read)
 		}
 		return s
 	case history.Read:
 		return "reads the resource"
 	}
-	return fmt.Sprintf("asks to %s %s (%s)", o.kind, o.key, tokenText(o))
+	return fmt.Sprintf("asks to %s %s (%s)", o.F, o.Key, tokenText(o))
 }
 
 func (a *analysis) completed(oi int, o opInfo, stale bool) string {
 	why := ""
-	if o.errText != "" {
-		why = " (" + o.errText + ")"
+	if o.Error != "" {
+		why = " (" + o.Error + ")"
 	}
-	switch o.outcome {
+	switch o.Type {
 	case history.OK:
-		switch o.kind {
+		switch o.F {
 		case history.Acquire:
-			s := "acquired " + o.key + " (" + tokenText(o) + ")"
+			s := "acquired " + o.Key + " (" + tokenText(o) + ")"
 			if v := validity(o); v > 0 {
 				s += ", lease valid to " + secs(v)
 			}
 			return s + a.conflict(oi, o)
 		case history.Write:
-			s := "wrote: the resource accepted it (stored " + valueText(o.stored) + ")"
+			s := "wrote: the resource accepted it (stored " + valueText(o.Stored) + ")"
 			if stale {
 				s += ", a stale write"
 			}
 			return s
 		case history.Extend:
-			return fmt.Sprintf("extended %s (%s), valid to %s", o.key, tokenText(o), secs(validity(o)))
+			return fmt.Sprintf("extended %s (%s), valid to %s", o.Key, tokenText(o), secs(validity(o)))
 		case history.Release:
-			return "released " + o.key + " (" + tokenText(o) + ")"
+			return "released " + o.Key + " (" + tokenText(o) + ")"
 		}
-		return o.kind + " ok"
+		return o.F + " ok"
 	case history.Fail:
-		switch o.kind {
+		switch o.F {
 		case history.Acquire:
-			return "was refused " + o.key + why
+			return "was refused " + o.Key + why
 		case history.Write:
 			return "wrote: the resource rejected it" + why
 		}
-		return fmt.Sprintf("failed to %s %s%s", o.kind, o.key, why)
+		return fmt.Sprintf("failed to %s %s%s", o.F, o.Key, why)
 	}
-	return fmt.Sprintf("%s of %s has an unknown outcome%s; its process is retired", o.kind, o.key, why)
+	return fmt.Sprintf("%s of %s has an unknown outcome%s; its process is retired", o.F, o.Key, why)
 }
 
 // conflict says whose lease another client still believed in when this
@@ -177,7 +177,7 @@ func (a *analysis) completed(oi int, o opInfo, stale bool) string {
 func (a *analysis) conflict(oi int, o opInfo) string {
 	var parts []string
 	for _, l := range a.leases {
-		if l.op == oi || l.Key != o.key || l.Client == o.client || l.Start >= o.doneT || l.End <= o.doneT {
+		if l.op == oi || l.Key != o.Key || l.Client == o.Client || l.Start >= o.DoneAt() || l.End <= o.DoneAt() {
 			continue
 		}
 		fence := ""
@@ -187,7 +187,7 @@ func (a *analysis) conflict(oi int, o opInfo) string {
 		switch {
 		case l.ValidUntil == 0:
 			parts = append(parts, fmt.Sprintf("client %d holds its lease%s, which has no expiry", l.Client, fence))
-		case o.doneT < l.ValidUntil:
+		case o.DoneAt() < l.ValidUntil:
 			parts = append(parts, fmt.Sprintf("client %d's lease%s runs to %s", l.Client, fence, secs(l.ValidUntil)))
 		default:
 			parts = append(parts, fmt.Sprintf("client %d still believes it holds its lease%s, which ran out at %s",
@@ -201,12 +201,12 @@ func (a *analysis) conflict(oi int, o opInfo) string {
 }
 
 func tokenText(o opInfo) string {
-	s := "token " + o.token
-	if o.token == "" {
+	s := "token " + o.Token
+	if o.Token == "" {
 		s = "no token"
 	}
-	if o.fence != 0 {
-		s = fmt.Sprintf("fence %d, %s", o.fence, s)
+	if o.Fence != 0 {
+		s = fmt.Sprintf("fence %d, %s", o.Fence, s)
 	}
 	return s
 }
@@ -218,8 +218,6 @@ func valueText(v *int64) string {
 	return fmt.Sprint(*v)
 }
 
-// secs formats a time as the checker's narratives do, so the page's two
-// accounts of an anomaly read alike.
-func secs(d time.Duration) string {
-	return fmt.Sprintf("%.3f s", d.Seconds())
-}
+// secs formats a time as the checker's narratives do (history.Secs), so
+// the page's two accounts of an anomaly read alike.
+func secs(d time.Duration) string { return history.Secs(int64(d)) }

@@ -126,9 +126,9 @@ func timelineOf(a *analysis, res Results) Timeline {
 	clients := map[int]bool{}
 	final := map[int]bool{}
 	for _, o := range a.ops {
-		clients[o.client] = true
-		if o.final {
-			final[o.client] = true
+		clients[o.Client] = true
+		if o.Final {
+			final[o.Client] = true
 		}
 	}
 	for c := range clients {
@@ -163,17 +163,17 @@ func timelineOf(a *analysis, res Results) Timeline {
 		t.Leases = append(t.Leases, lease)
 	}
 	for i, o := range a.ops {
-		if o.kind != history.Write || o.done < 0 {
+		if o.F != history.Write || o.Done < 0 {
 			continue
 		}
-		w := WriteMark{Client: o.client, Process: o.process, At: o.doneT, Fence: o.fence, Token: o.token,
-			Event: a.events[o.done].Index}
+		w := WriteMark{Client: o.Client, Process: o.Process, At: o.DoneAt(), Fence: o.Fence, Token: o.Token,
+			Event: a.events[o.Done].Index}
 		switch {
 		case stale[i]:
 			w.Status = WriteStale
-		case o.outcome == history.OK:
+		case o.Type == history.OK:
 			w.Status = WriteAccepted
-		case o.outcome == history.Fail:
+		case o.Type == history.Fail:
 			w.Status = WriteRejected
 		default:
 			w.Status = WriteUnknown
@@ -224,15 +224,15 @@ func (a *analysis) redSpans(fi int, f checker.Finding, ops []int) []RedSpan {
 		if w < 0 || g < 0 {
 			return spans
 		}
-		s, e := a.ops[g].doneT, a.ops[w].doneT
-		lane(a.ops[w].client, s, e)
-		if a.ops[g].client != a.ops[w].client {
-			lane(a.ops[g].client, s, e)
+		s, e := a.ops[g].DoneAt(), a.ops[w].DoneAt()
+		lane(a.ops[w].Client, s, e)
+		if a.ops[g].Client != a.ops[w].Client {
+			lane(a.ops[g].Client, s, e)
 		}
 	case checker.ForeignRelease:
 		for _, o := range ops {
-			if k := a.ops[o].kind; k == history.Release || k == history.Extend {
-				lane(a.ops[o].client, a.ops[o].invT, max(a.ops[o].doneT, a.ops[o].invT))
+			if k := a.ops[o].F; k == history.Release || k == history.Extend {
+				lane(a.ops[o].Client, a.ops[o].InvokedAt(), max(a.ops[o].DoneAt(), a.ops[o].InvokedAt()))
 			}
 		}
 	}
@@ -243,7 +243,7 @@ func (a *analysis) redSpans(fi int, f checker.Finding, ops []int) []RedSpan {
 func (a *analysis) latest(ops []int, kind string) int {
 	best := -1
 	for _, o := range ops {
-		if a.ops[o].kind == kind && a.ops[o].done >= 0 && (best < 0 || a.ops[o].doneT > a.ops[best].doneT) {
+		if a.ops[o].F == kind && a.ops[o].Done >= 0 && (best < 0 || a.ops[o].DoneAt() > a.ops[best].DoneAt()) {
 			best = o
 		}
 	}
@@ -273,11 +273,11 @@ func LatencyData(events []history.Event) Latency { return latencyOf(analyse(even
 func latencyOf(a *analysis) Latency {
 	l := Latency{Bands: a.bands, End: a.end}
 	for _, o := range a.ops {
-		if o.done < 0 {
+		if o.Done < 0 {
 			continue
 		}
-		l.Points = append(l.Points, LatencyPoint{Client: o.client, At: o.invT, Latency: o.doneT - o.invT,
-			Kind: o.kind, Outcome: o.outcome})
+		l.Points = append(l.Points, LatencyPoint{Client: o.Client, At: o.InvokedAt(), Latency: o.DoneAt() - o.InvokedAt(),
+			Kind: o.F, Outcome: o.Type})
 	}
 	return l
 }
@@ -320,11 +320,11 @@ func rateOf(a *analysis) Rate {
 		r.Counts[oc] = make([]int, nbins)
 	}
 	for _, o := range a.ops {
-		if o.done < 0 {
+		if o.Done < 0 {
 			continue
 		}
-		if c, ok := r.Counts[o.outcome]; ok {
-			c[int(o.doneT/bin)]++
+		if c, ok := r.Counts[o.Type]; ok {
+			c[int(o.DoneAt()/bin)]++
 		}
 	}
 	return r
@@ -355,21 +355,8 @@ type analysis struct {
 	end     time.Duration
 }
 
-type opInfo struct {
-	kind, outcome string
-	process       history.Process
-	client        int
-	key, token    string
-	fence         int64
-	ttlMs         int64
-	validMs       int64
-	final         bool
-	errText       string
-	read, stored  *int64
-	// inv and done are positions in events; done is -1 while unfinished.
-	inv, done   int
-	invT, doneT time.Duration
-}
+// opInfo is one client operation (see history.Op).
+type opInfo = history.Op
 
 type leaseInfo struct {
 	Lease
@@ -379,48 +366,17 @@ type leaseInfo struct {
 func analyse(events []history.Event) *analysis {
 	a := &analysis{events: events, at: make(map[int]int, len(events)), opAt: make(map[int]int, len(events)),
 		leaseOf: map[int]*leaseInfo{}}
-	open := map[history.Process]int{}
 	for i := range events {
-		e := &events[i]
-		a.at[e.Index] = i
-		a.end = max(a.end, e.At())
-		if e.IsNemesis() {
-			continue
-		}
-		if e.Type == history.Invoke {
-			// A second invoke while one is outstanding is malformed; the
-			// older one is left unfinished, as the checker would not have
-			// got this far anyway.
-			open[e.Process] = len(a.ops)
-			a.opAt[i] = len(a.ops)
-			a.ops = append(a.ops, opInfo{kind: e.F, outcome: history.Info, process: e.Process, client: e.Client,
-				key: e.Key, token: e.Token, fence: e.Fence, ttlMs: e.TTLMs, validMs: e.ValidMs, final: e.Final,
-				read: e.Value, inv: i, done: -1, invT: e.At()})
-			continue
-		}
-		j, ok := open[e.Process]
-		if !ok || a.ops[j].kind != e.F {
-			continue
-		}
-		delete(open, e.Process)
-		o := &a.ops[j]
-		a.opAt[i] = j
-		o.done, o.doneT, o.outcome, o.errText = i, e.At(), e.Type, e.Error
-		o.final = o.final || e.Final
-		if o.key == "" {
-			o.key = e.Key
-		}
-		if o.token == "" {
-			o.token = e.Token
-		}
-		if e.Fence != 0 {
-			o.fence = e.Fence
-		}
-		if e.ValidMs != 0 {
-			o.validMs = e.ValidMs
-		}
-		if e.Value != nil {
-			o.stored = e.Value
+		a.at[events[i].Index] = i
+		a.end = max(a.end, events[i].At())
+	}
+	// A malformed history (which the checker reports) still draws what
+	// could be paired.
+	a.ops, _ = history.Ops(events)
+	for j := range a.ops {
+		a.opAt[a.ops[j].Inv] = j
+		if a.ops[j].Finished() {
+			a.opAt[a.ops[j].Done] = j
 		}
 	}
 	a.bands = faultBands(events, a.end)
@@ -436,42 +392,42 @@ func (a *analysis) buildLeases() {
 	byToken := map[tk][]int{}   // ops carrying a token, in invoke order
 	byClient := map[int][]int{} // acquires by client, in invoke order
 	for i, o := range a.ops {
-		if o.token != "" {
-			byToken[tk{o.key, o.token}] = append(byToken[tk{o.key, o.token}], i)
+		if o.Token != "" {
+			byToken[tk{o.Key, o.Token}] = append(byToken[tk{o.Key, o.Token}], i)
 		}
-		if o.kind == history.Acquire {
-			byClient[o.client] = append(byClient[o.client], i)
+		if o.F == history.Acquire {
+			byClient[o.Client] = append(byClient[o.Client], i)
 		}
 	}
 	for i, o := range a.ops {
-		if o.kind != history.Acquire || o.outcome != history.OK {
+		if o.F != history.Acquire || o.Type != history.OK {
 			continue
 		}
-		l := &leaseInfo{op: i, Lease: Lease{Client: o.client, Process: o.process, Key: o.key, Token: o.token,
-			Fence: o.fence, Start: o.doneT, End: a.end, EndBy: EndHistoryEnd, Event: a.events[o.done].Index}}
+		l := &leaseInfo{op: i, Lease: Lease{Client: o.Client, Process: o.Process, Key: o.Key, Token: o.Token,
+			Fence: o.Fence, Start: o.DoneAt(), End: a.end, EndBy: EndHistoryEnd, Event: a.events[o.Done].Index}}
 		end := func(t time.Duration, by string) {
 			if t >= l.Start && t < l.End {
 				l.End, l.EndBy = t, by
 			}
 		}
 		l.ValidUntil = validity(o)
-		if o.token != "" {
-			for _, u := range byToken[tk{o.key, o.token}] {
+		if o.Token != "" {
+			for _, u := range byToken[tk{o.Key, o.Token}] {
 				uo := a.ops[u]
 				switch {
-				case uo.kind == history.Release:
-					end(uo.invT, EndRelease)
-				case uo.kind == history.Extend && uo.outcome == history.OK && uo.invT >= o.doneT:
+				case uo.F == history.Release:
+					end(uo.InvokedAt(), EndRelease)
+				case uo.F == history.Extend && uo.Type == history.OK && uo.InvokedAt() >= o.DoneAt():
 					l.ValidUntil = max(l.ValidUntil, validity(uo))
 				}
-				if uo.process == o.process && uo.outcome == history.Info && uo.done >= 0 {
-					end(uo.doneT, EndReplaced)
+				if uo.Process == o.Process && uo.Type == history.Info && uo.Done >= 0 {
+					end(uo.DoneAt(), EndReplaced)
 				}
 			}
 		}
-		for _, n := range byClient[o.client] {
-			if no := a.ops[n]; no.invT > o.doneT && no.token != o.token {
-				end(no.invT, EndNextCycle)
+		for _, n := range byClient[o.Client] {
+			if no := a.ops[n]; no.InvokedAt() > o.DoneAt() && no.Token != o.Token {
+				end(no.InvokedAt(), EndNextCycle)
 				break
 			}
 		}
@@ -483,14 +439,14 @@ func (a *analysis) buildLeases() {
 // validity is when an ok acquire or extend's lease runs out by the client's
 // own account, or 0 if it gave none.
 func validity(o opInfo) time.Duration {
-	ms := o.validMs
+	ms := o.ValidMs
 	if ms == 0 {
-		ms = o.ttlMs
+		ms = o.TTLMs
 	}
 	if ms == 0 {
 		return 0
 	}
-	return o.invT + time.Duration(ms)*time.Millisecond
+	return o.InvokedAt() + time.Duration(ms)*time.Millisecond
 }
 
 // faultBands turns the history's fault windows into bands; an open one

@@ -126,7 +126,7 @@ func (c *Client) read(w *workerProc, stdout io.Reader, ready chan struct{}) {
 // process; an unknown outcome retires that process number like any other.
 func (c *Client) recordAsync(w *workerProc, m Message) {
 	e := history.Event{Type: m.Type, Process: history.Process(w.watchdog.Load()), Client: c.Slot,
-		F: m.F, Key: m.Key, Token: m.Token, TTLMs: m.TTLMs, Error: m.Error, Final: c.final}
+		F: m.F, Key: m.Key, Token: m.Token, TTLMs: m.TTLMs, Error: m.Error, Reason: m.Reason, Final: c.final}
 	c.env.rec.Record(e)
 	if m.Type == history.Info {
 		w.watchdog.Store(int64(c.env.newProcess()))
@@ -169,7 +169,7 @@ func (c *Client) Do(req Request, ev history.Event) Message {
 	ev.Type, ev.Process, ev.Client, ev.Final = history.Invoke, c.w.process, c.Slot, c.final
 	c.env.rec.Record(ev)
 	m := c.call(req)
-	ev.Type, ev.Error = m.Type, m.Error
+	ev.Type, ev.Error, ev.Reason = m.Type, m.Error, m.Reason
 	if m.Type == history.OK {
 		ev.Fence, ev.ValidMs = m.Fence, m.ValidMs
 	}

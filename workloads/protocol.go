@@ -49,6 +49,8 @@ type Message struct {
 	// acknowledged): the harness releases it without writing.
 	Refused bool   `json:"refused,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Reason says why a fail failed: busy, not-held or rejected.
+	Reason string `json:"reason,omitempty"`
 }
 
 // PointBeforeWrite is between a successful acquire and the protected write:

@@ -48,7 +48,7 @@ func (r *Resource) Write(e history.Event, value, fence int64) history.Event {
 		e.Fence = fence
 		e.Value = history.Int64(value)
 		if r.fenced && fence < r.highest {
-			e.Type = history.Fail
+			e.Type, e.Reason = history.Fail, history.ReasonRejected
 			e.Error = fmt.Sprintf("fence %d is below the highest accepted fence %d", fence, r.highest)
 			return e
 		}

@@ -108,6 +108,9 @@ func (w *worker) observe(op locks.Op) {
 	if op.Err != nil {
 		m.Error = op.Err.Error()
 	}
+	if m.Type == history.Fail {
+		m.Reason = Reason(op.Err)
+	}
 	w.send(m)
 }
 
@@ -159,11 +162,26 @@ func (w *worker) do(req Request) Message {
 	default:
 		err = fmt.Errorf("unknown op %q", req.Op)
 	}
-	m.Type = Outcome(err)
+	m.Type, m.Reason = Outcome(err), Reason(err)
 	if err != nil {
 		m.Error = err.Error()
 	}
 	return m
+}
+
+// Reason is what a failed operation's error says about the lock: busy,
+// not-held, or rejected (nothing about the lock: READONLY, a lost quorum,
+// ...); "" when err is not a definite failure.
+func Reason(err error) string {
+	switch {
+	case err == nil || !locks.Definite(err):
+		return ""
+	case errors.Is(err, locks.ErrBusy):
+		return history.ReasonBusy
+	case errors.Is(err, locks.ErrNotHeld):
+		return history.ReasonNotHeld
+	}
+	return history.ReasonRejected
 }
 
 // Outcome maps an operation's error to its history completion type.

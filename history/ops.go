@@ -1,0 +1,172 @@
+package history
+
+import (
+	"fmt"
+	"time"
+)
+
+// Op is one client operation: its invoke and, if it finished, its
+// completion, with the fields either event may carry merged. The invoke's
+// fields win, except where the completion is the authority: an acquire's
+// fence and validity, a write's stored value, the error and the reason.
+type Op struct {
+	F       string
+	Process Process
+	Client  int
+	Key     string
+	Token   string
+	Fence   int64
+	TTLMs   int64
+	ValidMs int64
+	Final   bool
+	// Type is the outcome: ok, fail or info. An invoke that never
+	// completed is info, because it may still have taken effect.
+	Type string
+	// Reason says why a fail failed (see the Reason constants); empty
+	// otherwise, and in histories that do not say.
+	Reason string
+	Error  string
+	// Read is the counter value a write read (invoke); Stored the value
+	// the resource kept (ok completion).
+	Read, Stored *int64
+	// Inv and Done are positions in the events slice; Done is -1 while
+	// the operation is unfinished.
+	Inv, Done int
+	// InvT and DoneT are the invoke's and completion's times (DoneT is 0
+	// while unfinished).
+	InvT, DoneT int64
+}
+
+// Finished reports whether the operation completed.
+func (o *Op) Finished() bool { return o.Done >= 0 }
+
+// InvokedAt is the invoke's time as a duration since the run started.
+func (o *Op) InvokedAt() time.Duration { return time.Duration(o.InvT) }
+
+// DoneAt is the completion's time as a duration since the run started; 0
+// while unfinished.
+func (o *Op) DoneAt() time.Duration { return time.Duration(o.DoneT) }
+
+// Latency is the time from invoke to completion; 0 while unfinished.
+func (o *Op) Latency() int64 {
+	if !o.Finished() {
+		return 0
+	}
+	return o.DoneT - o.InvT
+}
+
+// Lease reports whether the operation is about the lock itself (acquire,
+// extend, release), rather than the protected resource or a library's
+// belief.
+func (o *Op) Lease() bool { return IsLockOp(o.F) }
+
+// IsLockOp reports whether f names an operation on the lock itself.
+func IsLockOp(f string) bool { return f == Acquire || f == Extend || f == Release }
+
+// AboutTheLock reports whether a fail is the lock's own answer ("busy",
+// "not held"), as opposed to a rejection that says nothing about the
+// lock's state (READONLY, a lost quorum, fencing). A fail without a reason
+// is the lock's answer: that is the history format's default.
+func (o *Op) AboutTheLock() bool { return o.Reason != ReasonRejected }
+
+// pairing is the one place invokes are matched with their completions: it
+// follows which operation each process has outstanding.
+type pairing struct {
+	open map[Process]int // process -> its outstanding op
+}
+
+func newPairing() pairing { return pairing{open: make(map[Process]int)} }
+
+// invoke opens operation op for e's process, or says why it cannot: the
+// process has another outstanding (open names it).
+func (p *pairing) invoke(e *Event, op int, open func(op int) *Event) error {
+	if j, busy := p.open[e.Process]; busy {
+		inv := open(j)
+		return fmt.Errorf("process %s invokes %s while its %s invoked at event %d is still outstanding",
+			e.Process, e.F, inv.F, inv.Index)
+	}
+	p.open[e.Process] = op
+	return nil
+}
+
+// complete closes e's process's outstanding operation and returns it, or
+// says why e completes nothing.
+func (p *pairing) complete(e *Event, open func(op int) *Event) (int, error) {
+	j, busy := p.open[e.Process]
+	if !busy {
+		return -1, fmt.Errorf("%s completion of %s by process %s has no outstanding invoke", e.Type, e.F, e.Process)
+	}
+	if inv := open(j); e.F != inv.F {
+		return -1, fmt.Errorf("%s completion of %s by process %s does not match its outstanding %s invoked at event %d",
+			e.Type, e.F, e.Process, inv.F, inv.Index)
+	}
+	delete(p.open, e.Process)
+	return j, nil
+}
+
+// Ops pairs every completion with its process's outstanding invoke and
+// returns the client operations in invoke order; nemesis events are
+// skipped. It pairs what it can: a completion without an outstanding
+// invoke, one of another kind, and a second invoke while one is
+// outstanding are left out (the older invoke stays unfinished), and the
+// first of them is returned as the error, naming the event's index. The
+// checker refuses such a history; reports draw what could be paired.
+func Ops(events []Event) ([]Op, error) {
+	ops := make([]Op, 0, len(events)/2+1)
+	p := newPairing()
+	invokeOf := func(j int) *Event { return &events[ops[j].Inv] }
+	var first error
+	fail := func(e *Event, err error) {
+		if first == nil {
+			first = fmt.Errorf("event %d: %w", e.Index, err)
+		}
+	}
+	for i := range events {
+		e := &events[i]
+		if e.IsNemesis() {
+			continue
+		}
+		switch e.Type {
+		case Invoke:
+			if err := p.invoke(e, len(ops), invokeOf); err != nil {
+				fail(e, err)
+				p.open[e.Process] = len(ops) // the older one stays unfinished
+			}
+			ops = append(ops, Op{F: e.F, Process: e.Process, Client: e.Client, Key: e.Key, Token: e.Token,
+				Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs, Final: e.Final,
+				Type: Info, Read: e.Value, Inv: i, Done: -1, InvT: e.Time})
+		case OK, Fail, Info:
+			j, err := p.complete(e, invokeOf)
+			if err != nil {
+				fail(e, err)
+				continue
+			}
+			ops[j].complete(i, e)
+		default:
+			fail(e, fmt.Errorf("type %q is not one of invoke, ok, fail, info", e.Type))
+		}
+	}
+	return ops, first
+}
+
+// complete merges the completion at position i into the operation.
+func (o *Op) complete(i int, c *Event) {
+	o.Done, o.DoneT, o.Type = i, c.Time, c.Type
+	o.Final = o.Final || c.Final
+	o.Error, o.Reason = c.Error, c.Reason
+	if o.Key == "" {
+		o.Key = c.Key
+	}
+	if o.Token == "" {
+		o.Token = c.Token
+	}
+	if c.Fence != 0 && (o.F == Acquire || o.Fence == 0) {
+		o.Fence = c.Fence
+	}
+	if c.ValidMs != 0 {
+		o.ValidMs = c.ValidMs
+	}
+	if c.Value != nil {
+		o.Stored = c.Value
+	}
+}
