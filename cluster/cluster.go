@@ -24,11 +24,8 @@ const (
 // Persistences lists the valid persistence modes.
 var Persistences = []string{PersistNone, PersistAOFAlways}
 
-// Topologies and backends this build knows.
-var (
-	Topologies = []string{"single", "sentinel", "redlock"}
-	Backends   = []string{BackendLocal, BackendDocker}
-)
+// Backends this build knows.
+var Backends = []string{BackendLocal, BackendDocker}
 
 // Backends: where nodes run.
 const (
@@ -49,6 +46,8 @@ type Node interface {
 	Restart(ctx context.Context) error
 	Pause() error
 	Resume() error
+	// Paused reports whether the node is paused (Pause without Resume).
+	Paused() bool
 	Stop() error
 	Running() bool
 	// SetClockOffset moves the node's wall clock to d from true time (the
@@ -70,29 +69,37 @@ type Spec struct {
 	// Clock starts every redis-server under the clock shim, so that
 	// Node.SetClockOffset works; the clock faults need it.
 	Clock bool
-	// Nodes is the number of independent primaries of a redlock topology.
+	// Nodes is how many nodes the topology has, for topologies whose size
+	// can be chosen (redlock); 0 is the topology's own size.
 	Nodes int
 	// Link makes a proxy named name in front of upstream and returns its
-	// address. Topologies whose nodes talk to each other (replication,
-	// sentinels) route that traffic through such proxies, so it can be
-	// faulted like any client link.
+	// address. Every path to a node goes through one: each client's, and
+	// for topologies whose nodes talk to each other (replication,
+	// monitoring) that traffic too, so any of it can be faulted.
 	Link func(name, upstream string) (addr string, err error)
 }
 
-// Cluster is a started topology.
+// Cluster is a topology: planned by New, started by Start.
 type Cluster struct {
+	// Topology is the topology's name.
 	Topology string
-	// Nodes are the Redis servers; for sentinel, n1 starts as the primary.
+	// Nodes are the Redis servers once started; for sentinel, n1 starts
+	// as the primary.
 	Nodes []Node
 	// Sentinels watch the nodes (sentinel topology only).
 	Sentinels []Node
-	// Internal maps a node's name to the address its peers and the
-	// sentinels use for it: its internal proxy.
+	// Internal maps a node's name to the address its peers and monitors
+	// use for it: its internal link (topologies with Replication).
 	Internal map[string]string
 	// Master is the name the sentinels monitor the primary under.
 	Master string
 
+	top     *topology
+	spec    Spec
+	planned plan
 	backend backend
+	// clients holds each client slot's link names, by node.
+	clients map[int]map[string]string
 }
 
 // backend starts nodes somewhere: as local processes or as containers.
@@ -118,18 +125,11 @@ func (c *Cluster) startNode(ctx context.Context, cfg NodeConfig) (Node, error) {
 	return c.backend.start(ctx, cfg)
 }
 
-// Validate reports the first unknown name in the spec, listing the valid ones.
+// Validate reports the first problem with the spec, naming the bad value
+// and the valid ones.
 func (s Spec) Validate() error {
-	if err := OneOf("topology", s.Topology, Topologies); err != nil {
-		return err
-	}
-	if err := OneOf("backend", s.Backend, Backends); err != nil {
-		return err
-	}
-	if s.Image != "" && s.Backend != BackendDocker {
-		return fmt.Errorf("--image %q needs the docker backend, not %q", s.Image, s.Backend)
-	}
-	return OneOf("persistence", s.Persistence, Persistences)
+	_, err := New(s)
+	return err
 }
 
 // OneOf returns an error naming the bad value and the valid ones when v is
@@ -143,39 +143,78 @@ func OneOf(what, v string, valid []string) error {
 	return fmt.Errorf("unknown %s %q (valid: %s)", what, v, strings.Join(valid, ", "))
 }
 
-// Start starts every node of the topology and waits until each answers PING.
-// On error, whatever started is stopped again.
-func Start(ctx context.Context, s Spec) (c *Cluster, err error) {
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	c = &Cluster{Topology: s.Topology, backend: localBackend{}}
-	if s.Backend == BackendDocker {
-		if c.backend, err = newDockerBackend(ctx, s.Image); err != nil {
-			return nil, err
-		}
-	}
-	defer func() {
-		if err != nil {
-			c.Close()
-		}
-	}()
-	switch s.Topology {
-	case "sentinel":
-		err = c.startSentinel(ctx, s)
-	case "redlock":
-		err = c.startRedlock(ctx, s)
-	default:
-		var n Node
-		n, err = c.startNode(ctx, NodeConfig{Name: "n1", Dir: filepath.Join(s.Dir, "n1"), Persistence: s.Persistence, Clock: s.Clock})
-		if n != nil {
-			c.Nodes = append(c.Nodes, n)
-		}
-	}
+// New plans the topology the spec asks for, without starting anything:
+// what faults and recipes ask of it (Can, NodeNames) is known before any
+// node runs, so impossible combinations are refused up front.
+func New(s Spec) (*Cluster, error) {
+	top, err := lookup(s.Topology)
 	if err != nil {
 		return nil, err
 	}
+	if err := OneOf("backend", s.Backend, Backends); err != nil {
+		return nil, err
+	}
+	if s.Image != "" && s.Backend != BackendDocker {
+		return nil, fmt.Errorf("--image %q needs the docker backend, not %q", s.Image, s.Backend)
+	}
+	if s.Persistence == "" {
+		s.Persistence = PersistNone
+	}
+	if err := OneOf("persistence", s.Persistence, Persistences); err != nil {
+		return nil, err
+	}
+	p, err := top.plan(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{Topology: top.name, top: top, spec: s, planned: p, clients: map[int]map[string]string{}}, nil
+}
+
+// Start plans and starts a topology (New, then Start).
+func Start(ctx context.Context, s Spec) (*Cluster, error) {
+	c, err := New(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(ctx, s.Dir, s.Link); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// Start starts every planned node, each in its own directory under dir,
+// with every link between nodes made by link (see Spec.Link), and waits
+// until each answers PING (and whatever else the topology waits for:
+// sentinels agreeing, say). On error, whatever started is stopped again.
+func (c *Cluster) Start(ctx context.Context, dir string, link func(name, upstream string) (string, error)) (err error) {
+	if c.backend != nil {
+		return fmt.Errorf("topology %s started twice", c.Topology)
+	}
+	c.spec.Dir, c.spec.Link = dir, link
+	c.backend = localBackend{}
+	if c.spec.Backend == BackendDocker {
+		if c.backend, err = newDockerBackend(ctx, c.spec.Image); err != nil {
+			c.backend = nil
+			return err
+		}
+	}
+	if err := c.top.start(ctx, c); err != nil {
+		c.Close()
+		return err
+	}
+	return nil
+}
+
+// NodeNames are the names of the topology's nodes, started or not.
+func (c *Cluster) NodeNames() []string { return append([]string(nil), c.planned.nodes...) }
+
+// SentinelNames are the names of the topology's sentinels, started or not.
+func (c *Cluster) SentinelNames() []string { return append([]string(nil), c.planned.sentinels...) }
+
+// nodeConfig is how a topology starts a planned node: in its own
+// directory, with the spec's persistence and clock.
+func (c *Cluster) nodeConfig(name string) NodeConfig {
+	return NodeConfig{Name: name, Dir: filepath.Join(c.spec.Dir, name), Persistence: c.spec.Persistence, Clock: c.spec.Clock}
 }
 
 // Node returns the node with the given name.
@@ -191,7 +230,8 @@ func (c *Cluster) Node(name string) (Node, error) {
 }
 
 // Close stops every node and sentinel, then the backend. Paused nodes are
-// resumed first so they can exit; containers are removed.
+// resumed first so they can exit; containers are removed. Closing a
+// cluster that never started does nothing.
 func (c *Cluster) Close() error {
 	var errs []error
 	for _, n := range append(append([]Node(nil), c.Sentinels...), c.Nodes...) {
@@ -199,6 +239,7 @@ func (c *Cluster) Close() error {
 	}
 	if c.backend != nil {
 		errs = append(errs, c.backend.close())
+		c.backend = nil
 	}
 	return errors.Join(errs...)
 }

@@ -338,6 +338,12 @@ func (n *DockerNode) Restart(ctx context.Context) error {
 	return n.ready(ctx)
 }
 
+// Paused reports whether the container is paused.
+func (n *DockerNode) Paused() bool {
+	st, err := n.inspect()
+	return err == nil && st.Paused
+}
+
 // Pause freezes every process of the container (the cgroup freezer behind
 // `docker pause`), as a long GC or VM stall would.
 func (n *DockerNode) Pause() error { return n.setPaused(true) }

@@ -422,6 +422,13 @@ func (n *LocalNode) Restart(ctx context.Context) error {
 	return n.start(ctx)
 }
 
+// Paused reports whether the server is stopped by Pause.
+func (n *LocalNode) Paused() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.paused
+}
+
 // Pause freezes the server with SIGSTOP, as a long GC or VM stall would.
 func (n *LocalNode) Pause() error { return n.signal(syscall.SIGSTOP, true) }
 

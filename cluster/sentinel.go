@@ -23,18 +23,42 @@ const (
 	sentinelQuorum  = 2
 )
 
-// startSentinel starts 1 primary, 2 replicas and 3 sentinels. Each node has
+// sentinel is a primary, two replicas and three sentinels. Each node has
 // ONE internal address, a proxy, used by the replicas and the sentinels
-// alike: Sentinel rewrites a replica's REPLICAOF to the address it monitors,
-// so a private replication proxy per replica would not survive. Every node
-// announces its internal address, so sentinels reach replicas, and later a
-// promoted one, through their proxies too.
-func (c *Cluster) startSentinel(ctx context.Context, s Spec) error {
+// alike: Sentinel rewrites a replica's REPLICAOF to the address it
+// monitors, so a private replication proxy per replica would not survive.
+// Every node announces its internal address, so sentinels reach replicas,
+// and later a promoted one, through their proxies too.
+var sentinel = topology{
+	name:    Sentinel,
+	summary: "a primary, two replicas and three sentinels (down-after 1 s)",
+	has:     []Capability{Replication, Failover},
+	plan: func(s Spec) (plan, error) {
+		if s.Nodes != 0 && s.Nodes != 3 {
+			return plan{}, fmt.Errorf("topology sentinel has 3 nodes (a primary and two replicas), not %d (--nodes is for topologies whose size can be chosen)", s.Nodes)
+		}
+		return plan{nodes: []string{"n1", "n2", "n3"}, sentinels: []string{"s1", "s2", "s3"}}, nil
+	},
+	start: startSentinel,
+	access: func(c *Cluster, link func(string) string) ClientAccess {
+		a := ClientAccess{Master: c.Master, Dial: map[string]string{}}
+		for _, s := range c.planned.sentinels {
+			a.Sentinels = append(a.Sentinels, link(s))
+		}
+		for _, n := range c.planned.nodes {
+			a.Dial[c.Internal[n]] = link(n)
+		}
+		return a
+	},
+}
+
+func startSentinel(ctx context.Context, c *Cluster) error {
+	s := c.spec
 	if s.Link == nil {
 		return errors.New("sentinel topology needs a Link function for its internal proxies")
 	}
 	c.Internal, c.Master = map[string]string{}, masterName
-	names := []string{"n1", "n2", "n3"}
+	names := c.planned.nodes
 	ports := map[string]int{}
 	for _, name := range names {
 		port, err := FreePort()
@@ -42,31 +66,32 @@ func (c *Cluster) startSentinel(ctx context.Context, s Spec) error {
 			return err
 		}
 		ports[name] = port
-		addr, err := s.Link("int-"+name, "127.0.0.1:"+strconv.Itoa(port))
+		addr, err := s.Link(internalLinkName(name), "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			return err
 		}
 		c.Internal[name] = addr
 	}
-	primaryHost, primaryPort, _ := net.SplitHostPort(c.Internal["n1"])
+	primaryHost, primaryPort, _ := net.SplitHostPort(c.Internal[names[0]])
 	for i, name := range names {
 		_, announcePort, _ := net.SplitHostPort(c.Internal[name])
-		args := []string{
+		cfg := c.nodeConfig(name)
+		cfg.Port = ports[name]
+		cfg.Args = []string{
 			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", announcePort,
 			// Full syncs start at once instead of waiting 5 s for more replicas.
 			"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
 		}
 		if i > 0 {
-			args = append(args, "--replicaof", primaryHost, primaryPort)
+			cfg.Args = append(cfg.Args, "--replicaof", primaryHost, primaryPort)
 		}
-		n, err := c.startNode(ctx, NodeConfig{Name: name, Dir: filepath.Join(s.Dir, name),
-			Persistence: s.Persistence, Port: ports[name], Args: args, Clock: s.Clock})
+		n, err := c.startNode(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
-	for _, name := range []string{"s1", "s2", "s3"} {
+	for _, name := range c.planned.sentinels {
 		port, err := FreePort()
 		if err != nil {
 			return err
@@ -85,7 +110,7 @@ func (c *Cluster) startSentinel(ctx context.Context, s Spec) error {
 		}
 		c.Sentinels = append(c.Sentinels, n)
 	}
-	return c.waitSettled(ctx, c.Internal["n1"], 30*time.Second)
+	return c.waitSettled(ctx, c.Internal[names[0]], 30*time.Second)
 }
 
 // waitSettled waits until the primary at primaryAddr has both replicas
@@ -197,10 +222,14 @@ func sentinelMaster(ctx context.Context, sentinelAddr string) (string, error) {
 	return net.JoinHostPort(fmt.Sprint(hp[0]), fmt.Sprint(hp[1])), nil
 }
 
-// Primary is the node that a majority of the sentinels currently name as
-// primary.
+// Primary is the node that takes writes now: for a topology with
+// failover, the node that a majority of the sentinels name as primary;
+// otherwise the first node.
 func (c *Cluster) Primary(ctx context.Context) (Node, error) {
-	if c.Topology != "sentinel" {
+	if len(c.Nodes) == 0 {
+		return nil, fmt.Errorf("topology %s has not started", c.Topology)
+	}
+	if c.Can(Failover) != nil {
 		return c.Nodes[0], nil
 	}
 	votes := map[string]int{}
@@ -221,8 +250,8 @@ func (c *Cluster) Primary(ctx context.Context) (Node, error) {
 
 // Failover asks a sentinel to fail over now (SENTINEL FAILOVER).
 func (c *Cluster) Failover(ctx context.Context) error {
-	if len(c.Sentinels) == 0 {
-		return errors.New("this topology has no sentinels")
+	if err := c.Can(Failover); err != nil {
+		return err
 	}
 	_, err := query(ctx, c.Sentinels[0].Addr(), "SENTINEL", "FAILOVER", masterName)
 	return err
@@ -233,7 +262,7 @@ func (c *Cluster) Failover(ctx context.Context) error {
 // notice a returning old primary only on their next INFO, up to 10 s later,
 // and clients follow the sentinels, not the old primary.
 func (c *Cluster) Settle(ctx context.Context, within time.Duration) error {
-	if c.Topology != "sentinel" {
+	if c.Can(Failover) != nil {
 		return nil
 	}
 	deadline := time.Now().Add(within)
@@ -263,11 +292,45 @@ func (c *Cluster) NodeAt(addr string) string {
 	return addr
 }
 
-// SubscribeSentinels subscribes to a channel on every sentinel and delivers
+// RoleChange is a primary switch the topology announced: To replaced From.
+type RoleChange struct {
+	From, To string
+	// Raw is the announcement as the topology made it.
+	Raw string
+}
+
+// WatchPrimary delivers every primary switch as soon as the topology
+// announces it (for sentinel: the first sentinel's +switch-master), until
+// ctx ends; stop releases the subscriptions. A topology without failover
+// has none to announce.
+func (c *Cluster) WatchPrimary(ctx context.Context) (<-chan RoleChange, func(), error) {
+	if err := c.Can(Failover); err != nil {
+		return nil, nil, err
+	}
+	msgs, stop, err := c.subscribeSentinels(ctx, "+switch-master")
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make(chan RoleChange, 16)
+	go func() {
+		defer close(out)
+		for m := range msgs {
+			// "<master> <old-ip> <old-port> <new-ip> <new-port>"
+			ch := RoleChange{Raw: m}
+			if f := strings.Fields(m); len(f) == 5 {
+				ch.From, ch.To = c.NodeAt(f[1]+":"+f[2]), c.NodeAt(f[3]+":"+f[4])
+			}
+			out <- ch
+		}
+	}()
+	return out, stop, nil
+}
+
+// subscribeSentinels subscribes to a channel on every sentinel and delivers
 // each payload once, as soon as the first sentinel publishes it:
 // sentinels learn of a failover at different times, and the first to know
 // is the one that matters.
-func (c *Cluster) SubscribeSentinels(ctx context.Context, channel string) (<-chan string, func(), error) {
+func (c *Cluster) subscribeSentinels(ctx context.Context, channel string) (<-chan string, func(), error) {
 	out := make(chan string, 16)
 	merged := make(chan string, 16)
 	var closers []func()

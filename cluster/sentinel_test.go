@@ -39,7 +39,11 @@ func TestSentinelPromotesAReplicaWhenThePrimaryIsCutOff(t *testing.T) {
 		t.Fatalf("primary %v, %v; want n1", p, err)
 	}
 	// Cut the primary's internal address: replicas and sentinels lose it.
-	l, _ := net.Link("int-n1", "")
+	name, err := c.InternalLink("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := net.Get(name)
 	if err := l.Blackhole(); err != nil {
 		t.Fatal(err)
 	}

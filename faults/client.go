@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+
+	"github.com/lockharness/lockharness/internal/options"
 )
 
 // pauseClient freezes a lock holder after its acquire and before its
@@ -12,8 +14,9 @@ import (
 var pauseClient = Fault{
 	Name:    "pause-client",
 	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs",
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		return freezeFor(ctx, env, rng, "pause-client", "before-write")
+	Options: []options.Spec{forOpt("1.5-3 TTLs")},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		return freeze(ctx, env, rng, opts, "pause-client", "before-write", false)
 	},
 }
 
@@ -24,21 +27,30 @@ var pauseClient = Fault{
 var pausePastRelease = Fault{
 	Name:    "pause-past-release",
 	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs, thawing it just after another client's release",
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		return freezeUntil(ctx, env, rng, "pause-past-release", "before-write", true)
+	Options: []options.Spec{forOpt("1.5-3 TTLs, then until another client's release")},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		return freeze(ctx, env, rng, opts, "pause-past-release", "before-write", true)
 	},
 }
 
-// freezeFor freezes the first client to reach point for 1.5-3 TTLs and
-// records the window; a run that ends first resumes it at once.
-func freezeFor(ctx context.Context, env *Env, rng *rand.Rand, fault, point string) error {
-	return freezeUntil(ctx, env, rng, fault, point, false)
+// pauseAcquire freezes a client at its recipe's own pause point (Redlock:
+// after the nodes answered an acquire, before the validity is computed) for
+// 1.5-3 TTLs: the delayed reply of Kleppmann's example.
+var pauseAcquire = Fault{
+	Name:    "pause-acquire",
+	Summary: "SIGSTOP a client inside its recipe (redlock: with acquire replies in flight) for 1.5-3 TTLs",
+	Options: []options.Spec{forOpt("1.5-3 TTLs")},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		return freeze(ctx, env, rng, opts, "pause-acquire", env.Clients.RecipePoint(), false)
+	},
 }
 
-// freezeUntil is freezeFor that, with afterRelease, also waits (at most 3
-// TTLs more) for another client's release before thawing.
-func freezeUntil(ctx context.Context, env *Env, rng *rand.Rand, fault, point string, afterRelease bool) error {
-	hold := between(rng, scale(env.TTL, 1.5), 3*env.TTL)
+// freeze freezes the first client to reach point for 1.5-3 TTLs (or the
+// for option) and records the window; with afterRelease it also waits (at
+// most 3 TTLs more) for another client's release before thawing. A run
+// that ends first resumes it at once.
+func freeze(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, fault, point string, afterRelease bool) error {
+	hold := hold(opts, rng, scale(env.TTL, 1.5), 3*env.TTL)
 	slot, resume, _, err := env.Clients.Freeze(ctx, point)
 	if err != nil {
 		return nil // the run ended before any client got there
@@ -63,7 +75,7 @@ func freezeUntil(ctx context.Context, env *Env, rng *rand.Rand, fault, point str
 var killClient = Fault{
 	Name:    "kill-client",
 	Summary: "SIGKILL a client at its recipe's pause point (naive: between SETNX and EXPIRE)",
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, _ options.Values) error {
 		point := env.Clients.RecipePoint()
 		slot, _, kill, err := env.Clients.Freeze(ctx, point)
 		if err != nil {
@@ -73,16 +85,5 @@ var killClient = Fault{
 		err = kill()
 		end("replaced")
 		return err
-	},
-}
-
-// pauseAcquire freezes a client at its recipe's own pause point (Redlock:
-// after the nodes answered an acquire, before the validity is computed) for
-// 1.5-3 TTLs: the delayed reply of Kleppmann's example.
-var pauseAcquire = Fault{
-	Name:    "pause-acquire",
-	Summary: "SIGSTOP a client inside its recipe (redlock: with acquire replies in flight) for 1.5-3 TTLs",
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		return freezeFor(ctx, env, rng, "pause-acquire", env.Clients.RecipePoint())
 	},
 }

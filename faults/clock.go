@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/internal/options"
 )
 
 // Clock faults move a node's wall clock through the clock shim
@@ -15,29 +16,6 @@ import (
 // (cluster.Spec.Clock). Redis stores a key's expiry as an absolute wall-clock
 // time, so a clock moved forward expires leases early, and a clock moved back
 // keeps alive the leases written while it was ahead.
-
-// NeedsClock reports whether any of the faults moves clocks, so that the
-// cluster must be started with cluster.Spec.Clock.
-func NeedsClock(groups []Group) bool {
-	for _, g := range groups {
-		for _, f := range g {
-			if f.Name == clockJump.Name || f.Name == clockStrobe.Name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// clockTarget is the node a clock fault moves: the holder's node (see
-// holdersNode) when a grant was seen, else a random node.
-func clockTarget(env *Env, rng *rand.Rand, holder int) cluster.Node {
-	drawn := someNode(env, rng)
-	if holder < 0 {
-		return drawn
-	}
-	return holdersNode(env, holder, drawn)
-}
 
 // setClock moves n's clock, explaining a node started without the shim.
 func setClock(fault string, n cluster.Node, d time.Duration) error {
@@ -61,11 +39,17 @@ func signed(d time.Duration) string {
 // clock back afterwards is a fault in its own right: leases written while
 // the clock was ahead expire two TTLs late.
 var clockJump = Fault{
-	Name:    "clock-jump",
-	Summary: "just after a grant, move a node's clock 2 TTLs forward; move it back 1-2 TTLs later",
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		hold := between(rng, env.TTL, 2*env.TTL)
-		jump := 2 * env.TTL
+	Name:       "clock-jump",
+	Summary:    "just after a grant, move a node's clock 2 TTLs forward; move it back 1-2 TTLs later",
+	NeedsClock: true,
+	Options: []options.Spec{
+		{Name: optBy, Kind: options.SignedDuration, Summary: "how far the clock jumps (default 2 TTLs; negative jumps back)"},
+		nodeOpt(nodeHolder+": the holder's node", true),
+		forOpt("1-2 TTLs"),
+	},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		hold := hold(opts, rng, env.TTL, 2*env.TTL)
+		jump := opts.Duration(optBy, func() time.Duration { return 2 * env.TTL })
 		holder, err := awaitHolder(ctx, env)
 		if ctx.Err() != nil {
 			return nil
@@ -76,7 +60,7 @@ var clockJump = Fault{
 		} else {
 			holder = -1
 		}
-		n := clockTarget(env, rng, holder)
+		n := chooseNode(env, opts, nodeHolder, someNode(env, rng), holder)
 		prev := n.ClockOffset()
 		if err := setClock("clock-jump", n, prev+jump); err != nil {
 			return err
@@ -93,17 +77,25 @@ var clockJump = Fault{
 // clockStrobe flips a node's clock between one TTL ahead and true time every
 // quarter TTL, so that its leases expire early and late in turn.
 var clockStrobe = Fault{
-	Name:    "clock-strobe",
-	Summary: "flip a node's clock between +1 TTL and +0 every TTL/4 for 1-2 TTLs",
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		n := someNode(env, rng)
-		dur := between(rng, env.TTL, 2*env.TTL)
-		period := max(env.TTL/4, time.Millisecond)
+	Name:       "clock-strobe",
+	Summary:    "flip a node's clock between +1 TTL and +0 every TTL/4 for 1-2 TTLs",
+	NeedsClock: true,
+	Options: []options.Spec{
+		{Name: optBy, Kind: options.SignedDuration, Summary: "how far ahead the clock flips (default 1 TTL)"},
+		{Name: "every", Kind: options.Duration, Summary: "how often it flips (default TTL/4)"},
+		nodeOpt(nodeRandom, false),
+		forOpt("1-2 TTLs"),
+	},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		n := chooseNode(env, opts, nodeRandom, someNode(env, rng), -1)
+		dur := hold(opts, rng, env.TTL, 2*env.TTL)
+		by := opts.Duration(optBy, func() time.Duration { return env.TTL })
+		period := max(opts.Duration("every", func() time.Duration { return env.TTL / 4 }), time.Millisecond)
 		prev := n.ClockOffset()
-		if err := setClock("clock-strobe", n, prev+env.TTL); err != nil {
+		if err := setClock("clock-strobe", n, prev+by); err != nil {
 			return err
 		}
-		end := env.Begin("clock-strobe", n.Name(), fmt.Sprintf("between %s and %s every %s for %s", signed(prev+env.TTL), signed(prev), period, dur))
+		end := env.Begin("clock-strobe", n.Name(), fmt.Sprintf("between %s and %s every %s for %s", signed(prev+by), signed(prev), period, dur))
 		deadline := time.Now().Add(dur)
 		ahead, jumps := true, 1
 		var err error
@@ -115,7 +107,7 @@ var clockStrobe = Fault{
 			ahead = !ahead
 			off := prev
 			if ahead {
-				off += env.TTL
+				off += by
 			}
 			err = setClock("clock-strobe", n, off)
 			jumps++

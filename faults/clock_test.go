@@ -23,6 +23,7 @@ func (c grantingClients) Freeze(ctx context.Context, point string) (int, func() 
 func (c grantingClients) RecipePoint() string                           { return "" }
 func (c grantingClients) AwaitGrant(ctx context.Context) (int, error)   { return c.slot, nil }
 func (c grantingClients) AwaitRelease(ctx context.Context) (int, error) { return c.slot, nil }
+func (c grantingClients) Frozen() []int                                 { return nil }
 
 func startClockNode(t *testing.T) cluster.Node {
 	t.Helper()
@@ -44,9 +45,20 @@ func startClockNode(t *testing.T) cluster.Node {
 	return n
 }
 
-func clockEnv(n cluster.Node, ttl time.Duration) *Env {
+// planned is a planned topology whose nodes are the given ones.
+func planned(t *testing.T, topology string, nodes ...cluster.Node) *cluster.Cluster {
+	t.Helper()
+	cl, err := cluster.New(cluster.Spec{Topology: topology, Backend: cluster.BackendLocal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.Nodes = nodes
+	return cl
+}
+
+func clockEnv(t *testing.T, n cluster.Node, ttl time.Duration) *Env {
 	return &Env{
-		Cluster: &cluster.Cluster{Topology: "single", Nodes: []cluster.Node{n}},
+		Cluster: planned(t, cluster.Single, n),
 		Clients: grantingClients{slot: 2},
 		Rec:     history.NewRecorder(nil),
 		TTL:     ttl,
@@ -84,10 +96,10 @@ func nemesisEvents(env *Env) []history.Event {
 
 func TestClockJumpMovesTheChosenNodeAndBack(t *testing.T) {
 	n := startClockNode(t)
-	env := clockEnv(n, 300*time.Millisecond)
+	env := clockEnv(t, n, 300*time.Millisecond)
 	stop := make(chan struct{})
 	seen := watch(n, stop)
-	err := clockJump.Run(context.Background(), env, rand.New(rand.NewSource(1)))
+	err := clockJump.Run(context.Background(), env, rand.New(rand.NewSource(1)), nil)
 	close(stop)
 	if err != nil {
 		t.Fatal(err)
@@ -107,10 +119,10 @@ func TestClockJumpMovesTheChosenNodeAndBack(t *testing.T) {
 
 func TestClockStrobeFlipsTheClock(t *testing.T) {
 	n := startClockNode(t)
-	env := clockEnv(n, 200*time.Millisecond)
+	env := clockEnv(t, n, 200*time.Millisecond)
 	stop := make(chan struct{})
 	seen := watch(n, stop)
-	err := clockStrobe.Run(context.Background(), env, rand.New(rand.NewSource(1)))
+	err := clockStrobe.Run(context.Background(), env, rand.New(rand.NewSource(1)), nil)
 	close(stop)
 	if err != nil {
 		t.Fatal(err)
@@ -129,9 +141,9 @@ func TestClockStrobeFlipsTheClock(t *testing.T) {
 
 func TestClockFaultsNeedTheShim(t *testing.T) {
 	n := startNode(t)
-	env := clockEnv(n, 100*time.Millisecond)
+	env := clockEnv(t, n, 100*time.Millisecond)
 	for _, f := range []Fault{clockJump, clockStrobe} {
-		err := f.Run(context.Background(), env, rand.New(rand.NewSource(1)))
+		err := f.Run(context.Background(), env, rand.New(rand.NewSource(1)), nil)
 		if err == nil || !strings.Contains(err.Error(), "cluster.Spec.Clock") {
 			t.Errorf("%s on a node without the shim: %v", f.Name, err)
 		}
@@ -141,13 +153,36 @@ func TestClockFaultsNeedTheShim(t *testing.T) {
 	}
 }
 
+func TestClockJumpTakesItsOptions(t *testing.T) {
+	n := startClockNode(t)
+	env := clockEnv(t, n, 300*time.Millisecond)
+	stop := make(chan struct{})
+	seen := watch(n, stop)
+	nem, err := Parse("clock-jump:by=-450ms,node=n1,for=100ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = nem[0][0].run(context.Background(), env, rand.New(rand.NewSource(1)))
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := <-seen; !s[-450*time.Millisecond] || s[600*time.Millisecond] {
+		t.Errorf("offsets seen %v, want -450ms and not the default +600ms", s)
+	}
+	if took := time.Since(start); took > 300*time.Millisecond {
+		t.Errorf("a jump for 100ms took %v", took)
+	}
+}
+
 func TestNeedsClock(t *testing.T) {
 	for list, want := range map[string]bool{"none": false, "partition,kill-node": false, "partition,kill-node+clock-jump": true, "clock-strobe": true} {
-		gs, err := Lookup(list)
+		n, err := Parse(list)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := NeedsClock(gs); got != want {
+		if got := n.NeedsClock(); got != want {
 			t.Errorf("NeedsClock(%s) = %v, want %v", list, got, want)
 		}
 	}

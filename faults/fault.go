@@ -1,21 +1,28 @@
 // Package faults injects the failures a run is tested under: network faults
 // through an embedded toxiproxy (one proxy per link), process faults on nodes
-// and clients, and the seeded schedule (the nemesis) that decides when each
-// happens and records every start and end in the history.
+// and clients, clock faults, and the seeded schedule (the nemesis) that
+// decides when each happens, records every start and end in the history and
+// checks that everything healed.
 //
-// Adding a fault is one file with a Fault value and one line in Registry.
+// Adding a fault is one file with a Fault value and one line in Registry: the
+// fault declares what it needs of the topology (Needs, NeedsClock) and the
+// options it takes, and everything else (parsing, refusal of impossible
+// combinations, `harness list`, the contract tests) reads those.
 package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/options"
 )
 
 // Registry lists every fault the nemesis can inject.
@@ -29,126 +36,200 @@ var Registry = []Fault{
 // None is the nemesis name for a run without faults.
 const None = "none"
 
-// Fault is one kind of failure.
+// Fault is one kind of failure, with every trait the rest of the harness
+// reads.
 type Fault struct {
 	Name    string
 	Summary string
-	// Topologies the fault applies to; empty means all.
-	Topologies []string
-	// Run injects the fault once, holds it, heals it, and records its window
-	// with env.Begin and the returned end. It must heal before returning,
-	// also when ctx is cancelled.
-	Run func(ctx context.Context, env *Env, rng *rand.Rand) error
+	// Needs lists what the topology must offer.
+	Needs []cluster.Capability
+	// NeedsClock: the fault moves nodes' wall clocks, so the nodes must run
+	// under the clock shim (cluster.Spec.Clock).
+	NeedsClock bool
+	// Options are what the fault takes after its name (kill-node:delay=4s).
+	// An option named "node" names a node: holder, random, or a node of the
+	// topology.
+	Options []options.Spec
+	// Run injects the fault once with its options, holds it, heals it, and
+	// records its window with env.Begin and the returned end. It must heal
+	// before returning, also when ctx is cancelled.
+	Run func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error
 }
 
-// Clients is what client faults need from the workload.
-type Clients interface {
-	// Freeze waits for a client to stop at the named pause point.
-	Freeze(ctx context.Context, point string) (client int, resume, kill func() error, err error)
-	// RecipePoint is the recipe's own pause point (naive: between SETNX and
-	// EXPIRE; redlock: with acquire replies in flight), or before-write.
-	RecipePoint() string
-	// AwaitGrant returns the slot of the next client granted the lock.
-	AwaitGrant(ctx context.Context) (int, error)
-	// AwaitRelease returns the slot of the next client that released it.
-	AwaitRelease(ctx context.Context) (int, error)
-}
-
-// Env is what faults act on.
-type Env struct {
-	Cluster *cluster.Cluster
-	Net     *Network
-	Clients Clients
-	Rec     *history.Recorder
-	// NumClients is the number of client slots; ClientLinks gives a slot's
-	// links to the nodes.
-	NumClients  int
-	ClientLinks func(slot int) []*Link
-	// ClientLink is the link of a slot to one node.
-	ClientLink func(slot int, node string) *Link
-	TTL        time.Duration
-	// Hold is how long a client keeps the lock after its write.
-	Hold time.Duration
-	// RestartDelay is how long kill-node keeps a node down; 0 draws
-	// 0-100 ms from the seed.
-	RestartDelay time.Duration
-	// Log reports progress to the person running the harness.
-	Log func(format string, args ...any)
-}
-
-// Begin records the start of a fault window and returns the function that
-// records its end.
-func (e *Env) Begin(fault, target, detail string) func(detail string) {
-	start := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.Start, Target: target, Detail: detail})
-	e.Log("%7.3fs  %-13s start  %s %s", start.At().Seconds(), fault, target, detail)
-	return func(endDetail string) {
-		end := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.End, Target: target, Detail: endDetail})
-		e.Log("%7.3fs  %-13s end    %s %s", end.At().Seconds(), fault, target, endDetail)
+// Available reports whether the fault can be injected on the topology, or
+// says why not.
+func (f Fault) Available(c *cluster.Cluster) error {
+	for _, need := range f.Needs {
+		if err := c.Can(need); err != nil {
+			return fmt.Errorf("nemesis %s: %w", f.Name, err)
+		}
 	}
+	return nil
+}
+
+// Injection is a fault with the options a nemesis list gave it.
+type Injection struct {
+	Fault
+	Options options.Values
+}
+
+// String spells the injection as a nemesis list does: "kill-node:delay=4s".
+func (in Injection) String() string { return in.Options.With(in.Name) }
+
+// Available is Fault.Available, and checks that a node option names a node
+// of the topology.
+func (in Injection) Available(c *cluster.Cluster) error {
+	if err := in.Fault.Available(c); err != nil {
+		return err
+	}
+	if node, ok := in.Options[optNode]; ok && node != nodeHolder && node != nodeRandom && !slices.Contains(c.NodeNames(), node) {
+		return fmt.Errorf("nemesis %s: no node %q in topology %s (valid: %s, %s, %s)",
+			in, node, c.Topology, nodeHolder, nodeRandom, strings.Join(c.NodeNames(), ", "))
+	}
+	return nil
+}
+
+func (in Injection) run(ctx context.Context, env *Env, rng *rand.Rand) error {
+	return in.Fault.Run(ctx, env, rng, in.Options)
 }
 
 // Group is faults injected together: the nemesis starts them at the same
 // moment and waits for all of them, so they overlap by construction.
-type Group []Fault
+type Group []Injection
 
-// Name is the group as written on the command line: a+b.
-func (g Group) Name() string {
+// String is the group as written on the command line: a+b.
+func (g Group) String() string {
 	names := make([]string, len(g))
-	for i, f := range g {
-		names[i] = f.Name
+	for i, in := range g {
+		names[i] = in.String()
 	}
 	return strings.Join(names, "+")
 }
 
-// Lookup parses a nemesis list: comma-separated groups, each one fault or
-// several joined by "+" to be injected together. "none" alone means no
-// faults.
-func Lookup(list string) ([]Group, error) {
+// Nemesis is a parsed nemesis list: the groups the schedule picks from, one
+// at a time. No groups is a run without faults.
+type Nemesis []Group
+
+// String is the list as written on the command line: "none", or groups
+// joined by commas.
+func (n Nemesis) String() string {
+	if len(n) == 0 {
+		return None
+	}
+	parts := make([]string, len(n))
+	for i, g := range n {
+		parts[i] = g.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// WithOption is the nemesis with option key set to value on every
+// injection of the named fault (the value is not checked: parse the result
+// again to check it).
+func (n Nemesis) WithOption(fault, key, value string) Nemesis {
+	out := make(Nemesis, len(n))
+	for i, g := range n {
+		out[i] = make(Group, len(g))
+		for j, in := range g {
+			if in.Name == fault {
+				opts := options.Values{key: value}
+				for k, v := range in.Options {
+					if k != key {
+						opts[k] = v
+					}
+				}
+				in.Options = opts
+			}
+			out[i][j] = in
+		}
+	}
+	return out
+}
+
+// NeedsClock reports whether any fault moves clocks, so that the cluster
+// must be started with cluster.Spec.Clock.
+func (n Nemesis) NeedsClock() bool {
+	for _, g := range n {
+		for _, in := range g {
+			if in.NeedsClock {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Available reports every fault that cannot be injected on the topology,
+// each with the reason.
+func (n Nemesis) Available(c *cluster.Cluster) error {
+	var errs []error
+	for _, g := range n {
+		for _, in := range g {
+			errs = append(errs, in.Available(c))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Parse reads a nemesis list: comma-separated groups, each one fault or
+// several joined by "+" to be injected together, each fault optionally
+// followed by options after a colon (kill-node:delay=4s). A comma followed
+// by name=value continues the options of the fault before it
+// (clock-jump:by=3s,node=holder); flags after the first option need a colon.
+// "none" alone means no faults.
+func Parse(list string) (Nemesis, error) {
 	if strings.TrimSpace(list) == None {
 		return nil, nil
 	}
-	var out []Group
-	for _, item := range strings.Split(list, ",") {
+	var out Nemesis
+	for _, item := range groupItems(list) {
 		var g Group
-		for _, name := range strings.Split(item, "+") {
-			name = strings.TrimSpace(name)
+		for _, spec := range strings.Split(item, "+") {
+			spec = strings.TrimSpace(spec)
+			name, rest, hasOpts := options.Split(spec)
 			if name == None {
 				return nil, fmt.Errorf("nemesis %q: \"none\" cannot be combined with faults", list)
 			}
-			f, ok := find(name)
+			f, ok := Lookup(name)
 			if !ok {
 				return nil, fmt.Errorf("unknown nemesis %q (valid: %s; join faults with + to inject them together)", name, strings.Join(Names(), ", "))
 			}
-			g = append(g, f)
+			in := Injection{Fault: f, Options: options.Values{}}
+			if hasOpts {
+				if len(f.Options) == 0 {
+					return nil, fmt.Errorf("nemesis %q: %s takes no options", spec, name)
+				}
+				var err error
+				if in.Options, err = options.Parse(rest, f.Options); err != nil {
+					return nil, fmt.Errorf("nemesis %q: %s: %w", spec, name, err)
+				}
+			}
+			g = append(g, in)
 		}
 		out = append(out, g)
 	}
 	return out, nil
 }
 
-// Check reports whether every fault applies to the topology, naming the
-// ones that do not and where they would.
-func Check(groups []Group, topology string) error {
-	var faults []Fault
-	for _, g := range groups {
-		faults = append(faults, g...)
-	}
-	for _, f := range faults {
-		if len(f.Topologies) == 0 {
+// groupItems splits a nemesis list at the commas between groups, keeping
+// a comma that continues a fault's options (",node=holder") inside its item.
+func groupItems(list string) []string {
+	var items []string
+	for _, part := range strings.Split(list, ",") {
+		k, _, isOption := strings.Cut(part, "=")
+		continues := isOption && !strings.ContainsAny(k, ":+") && len(items) > 0 &&
+			strings.Contains(items[len(items)-1][strings.LastIndex(items[len(items)-1], "+")+1:], ":")
+		if continues {
+			items[len(items)-1] += "," + part
 			continue
 		}
-		ok := false
-		for _, t := range f.Topologies {
-			ok = ok || t == topology
-		}
-		if !ok {
-			return fmt.Errorf("nemesis %s needs topology %s, not %s", f.Name, strings.Join(f.Topologies, " or "), topology)
-		}
+		items = append(items, part)
 	}
-	return nil
+	return items
 }
 
-func find(name string) (Fault, bool) {
+// Lookup finds a fault by name.
+func Lookup(name string) (Fault, bool) {
 	for _, f := range Registry {
 		if f.Name == name {
 			return f, true
@@ -165,6 +246,36 @@ func Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Option names and values shared by several faults.
+const (
+	optFor   = "for"
+	optNode  = "node"
+	optDelay = "delay"
+	optBy    = "by"
+
+	nodeHolder = "holder"
+	nodeRandom = "random"
+)
+
+// forOpt is the option that fixes how long a fault holds.
+func forOpt(def string) options.Spec {
+	return options.Spec{Name: optFor, Kind: options.Duration, Summary: "how long the fault holds (default " + def + ")"}
+}
+
+// nodeOpt is the option that picks the node a fault hits.
+func nodeOpt(def string, holder bool) options.Spec {
+	arg := "random|NAME"
+	if holder {
+		arg = "holder|random|NAME"
+	}
+	return options.Spec{Name: optNode, Kind: options.Word, Arg: arg, Summary: "the node it hits (default " + def + ")"}
+}
+
+// hold is how long a fault holds: its for option, or a draw in [lo, hi].
+func hold(opts options.Values, rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return opts.Duration(optFor, func() time.Duration { return between(rng, lo, hi) })
 }
 
 // sleep waits for d or until ctx ends, and reports whether it waited fully.
@@ -189,3 +300,73 @@ func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 
 // scale multiplies d by f.
 func scale(d time.Duration, f float64) time.Duration { return time.Duration(float64(d) * f) }
+
+// Env is what faults act on.
+type Env struct {
+	Cluster *cluster.Cluster
+	Net     *Network
+	Clients Clients
+	Rec     *history.Recorder
+	// NumClients is the number of client slots.
+	NumClients int
+	TTL        time.Duration
+	// Hold is how long a client keeps the lock after its write.
+	Hold time.Duration
+	// Log reports progress to the person running the harness.
+	Log func(format string, args ...any)
+}
+
+// Clients is what client faults need from the workload.
+type Clients interface {
+	// Freeze waits for a client to stop at the named pause point.
+	Freeze(ctx context.Context, point string) (client int, resume, kill func() error, err error)
+	// RecipePoint is the recipe's own pause point (naive: between SETNX and
+	// EXPIRE; redlock: with acquire replies in flight), or before-write.
+	RecipePoint() string
+	// AwaitGrant returns the slot of the next client granted the lock.
+	AwaitGrant(ctx context.Context) (int, error)
+	// AwaitRelease returns the slot of the next client that released it.
+	AwaitRelease(ctx context.Context) (int, error)
+	// Frozen lists the slots of clients stopped at a pause point now.
+	Frozen() []int
+}
+
+// Begin records the start of a fault window and returns the function that
+// records its end.
+func (e *Env) Begin(fault, target, detail string) func(detail string) {
+	start := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.Start, Target: target, Detail: detail})
+	e.Log("%7.3fs  %-13s start  %s %s", start.At().Seconds(), fault, target, detail)
+	return func(endDetail string) {
+		end := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.End, Target: target, Detail: endDetail})
+		e.Log("%7.3fs  %-13s end    %s %s", end.At().Seconds(), fault, target, endDetail)
+	}
+}
+
+// ClientLinks are client slot's links to every node and sentinel.
+func (e *Env) ClientLinks(slot int) []*Link {
+	var out []*Link
+	for _, name := range e.Cluster.ClientLinks(slot) {
+		if l := e.Net.Get(name); l != nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// ClientLink is client slot's link to one node.
+func (e *Env) ClientLink(slot int, node string) *Link {
+	return e.Net.Get(e.Cluster.ClientLink(slot, node))
+}
+
+// InternalLink is the link a node's peers and monitors reach it through.
+func (e *Env) InternalLink(node string) (*Link, error) {
+	name, err := e.Cluster.InternalLink(node)
+	if err != nil {
+		return nil, err
+	}
+	l := e.Net.Get(name)
+	if l == nil {
+		return nil, fmt.Errorf("no link %s", name)
+	}
+	return l, nil
+}

@@ -3,16 +3,23 @@ package faults
 import (
 	"context"
 	"math/rand"
+	"time"
+
+	"github.com/lockharness/lockharness/internal/options"
 )
 
 // latency slows some clients' links in both directions.
 var latency = Fault{
 	Name:    "latency",
 	Summary: "add TTL/20-TTL/8 of latency each way on some clients' links for 1-2 TTLs",
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+	Options: []options.Spec{
+		{Name: optDelay, Kind: options.Duration, Summary: "the delay each way (default TTL/20-TTL/8)"},
+		forOpt("1-2 TTLs"),
+	},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		slots := someClients(rng, env.NumClients)
-		delay := between(rng, env.TTL/20, env.TTL/8)
-		hold := between(rng, env.TTL, 2*env.TTL)
+		delay := opts.Duration(optDelay, func() time.Duration { return between(rng, env.TTL/20, env.TTL/8) })
+		hold := hold(opts, rng, env.TTL, 2*env.TTL)
 		slow := func(l *Link) error { return l.Delay(delay) }
 		return linksFor(ctx, env, "latency", clientTarget(slots), delay.String()+" each way", linksOf(env, slots), hold, slow)
 	},

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand"
 	"sync"
 	"time"
@@ -11,9 +12,10 @@ import (
 // Schedule runs faults one after another until ctx ends: a seeded gap, then
 // a fault chosen by the seeded generator, held for a seeded duration. The
 // same seed gives the same sequence of choices; the history records when
-// each fault actually started and ended.
+// each fault actually started and ended. After each fault it checks that
+// everything healed (Env.Healed).
 type Schedule struct {
-	Groups []Group
+	Groups Nemesis
 	Seed   int64
 	// Gap bounds the quiet time before each fault.
 	MinGap, MaxGap time.Duration
@@ -32,24 +34,33 @@ func (s Schedule) Run(ctx context.Context, env *Env) error {
 			return nil
 		}
 		g := s.Groups[rng.Intn(len(s.Groups))]
-		// Each fault gets its own generator so that what it draws does not
-		// shift the schedule's later choices.
-		errs := make([]error, len(g))
-		var wg sync.WaitGroup
-		for i, f := range g {
-			frng := rand.New(rand.NewSource(rng.Int63()))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = f.Run(ctx, env, frng)
-			}()
-		}
-		wg.Wait()
+		err := g.Run(ctx, env, rng)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err := errors.Join(errs...); err != nil {
+		if err != nil {
 			return err
 		}
+		if err := env.Healed(); err != nil {
+			return fmt.Errorf("after %s: %w", g, err)
+		}
 	}
+}
+
+// Run injects the group's faults at once and waits for all of them; each
+// gets its own generator, drawn from rng, so that what one draws does not
+// shift the others' or the schedule's later choices.
+func (g Group) Run(ctx context.Context, env *Env, rng *rand.Rand) error {
+	errs := make([]error, len(g))
+	var wg sync.WaitGroup
+	for i, in := range g {
+		frng := rand.New(rand.NewSource(rng.Int63()))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = in.run(ctx, env, frng)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -71,15 +71,13 @@ func (n *Network) Get(name string) *Link {
 	return n.links[name]
 }
 
-// Links returns every link whose name has the prefix, sorted by name.
-func (n *Network) Links(prefix string) []*Link {
+// all returns every link, sorted by name.
+func (n *Network) all() []*Link {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var out []*Link
-	for name, l := range n.links {
-		if strings.HasPrefix(name, prefix) {
-			out = append(out, l)
-		}
+	out := make([]*Link, 0, len(n.links))
+	for _, l := range n.links {
+		out = append(out, l)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -87,9 +85,22 @@ func (n *Network) Links(prefix string) []*Link {
 
 // HealAll removes every toxic from every link.
 func (n *Network) HealAll() {
-	for _, l := range n.Links("") {
+	for _, l := range n.all() {
 		l.Heal()
 	}
+}
+
+// Faulted names every link that still carries a toxic, with its toxics.
+func (n *Network) Faulted() []string {
+	var out []string
+	for _, l := range n.all() {
+		l.mu.Lock()
+		if len(l.toxic) > 0 {
+			out = append(out, l.Name+" ("+strings.Join(l.toxic, ", ")+")")
+		}
+		l.mu.Unlock()
+	}
+	return out
 }
 
 // Close stops every proxy and closes their connections.

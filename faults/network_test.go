@@ -73,18 +73,77 @@ func TestLinkDelayIsBothWays(t *testing.T) {
 	}
 }
 
-func TestLookupNemesis(t *testing.T) {
-	fs, err := Lookup("partition,kill-node+pause-client")
-	if err != nil || len(fs) != 2 || fs[1].Name() != "kill-node+pause-client" || len(fs[1]) != 2 {
-		t.Fatalf("Lookup = %v, %v", fs, err)
+func TestParseNemesis(t *testing.T) {
+	fs, err := Parse("partition,kill-node+pause-client")
+	if err != nil || len(fs) != 2 || fs[1].String() != "kill-node+pause-client" || len(fs[1]) != 2 {
+		t.Fatalf("Parse = %v, %v", fs, err)
 	}
-	if fs, err := Lookup("none"); err != nil || len(fs) != 0 {
+	if fs, err := Parse("none"); err != nil || len(fs) != 0 || fs.String() != "none" {
 		t.Fatalf("none = %v, %v", fs, err)
 	}
-	if _, err := Lookup("nosuch"); err == nil || !strings.HasPrefix(err.Error(), `unknown nemesis "nosuch" (valid: clock-jump, clock-strobe, failover, kill-client, kill-node, kill-primary, latency, none, partition, partition-majorities, partition-minority, partition-primary, pause-acquire, pause-client,`) {
-		t.Fatalf("got %v", err)
+	for list, want := range map[string]string{
+		"kill-node:delay=4s":                        "kill-node:delay=4s",
+		"clock-jump:by=3s,node=holder":              "clock-jump:by=3s:node=holder",
+		"clock-jump:by=-3s:node=n1,partition":       "clock-jump:by=-3s:node=n1,partition",
+		"partition-majorities+kill-node:delay=4s":   "partition-majorities+kill-node:delay=4s",
+		"partition:for=1s,latency:delay=5ms,for=2s": "partition:for=1s,latency:delay=5ms:for=2s",
+	} {
+		n, err := Parse(list)
+		if err != nil || n.String() != want {
+			t.Errorf("Parse(%q) = %q, %v; want %q", list, n, err, want)
+			continue
+		}
+		if again, err := Parse(n.String()); err != nil || again.String() != want {
+			t.Errorf("Parse(%q) again = %q, %v", want, again, err)
+		}
 	}
-	if _, err := Lookup("none,partition"); err == nil {
-		t.Fatal("none combined with a fault was accepted")
+	for list, wants := range map[string][]string{
+		"nosuch":                  {`unknown nemesis "nosuch" (valid: clock-jump, clock-strobe, failover, kill-client, kill-node, kill-primary, latency, none, partition, partition-majorities, partition-minority, partition-primary, pause-acquire, pause-client,`},
+		"none,partition":          {`"none" cannot be combined`},
+		"kill-node:delay=soon":    {"delay=soon", "duration", "valid: delay=D, node=holder|random|NAME"},
+		"kill-node:delay=-1s":     {"not negative"},
+		"kill-node:speed=1":       {`unknown option "speed"`, "delay=D"},
+		"clock-jump:by":           {"by needs a value"},
+		"kill-client:for=1s":      {"kill-client takes no options"},
+		"partition:for=1s,for=2s": {"given twice"},
+	} {
+		_, err := Parse(list)
+		for _, w := range wants {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("Parse(%q) = %v, want it to mention %q", list, err, w)
+			}
+		}
+	}
+	n, _ := Parse("partition,kill-node+kill-node:node=n1")
+	if got := n.WithOption("kill-node", "delay", "4s").String(); got != "partition,kill-node:delay=4s+kill-node:delay=4s:node=n1" {
+		t.Errorf("WithOption: %s", got)
+	}
+}
+
+func TestAvailableAsksTheTopology(t *testing.T) {
+	single, sentinel := planned(t, cluster.Single), planned(t, cluster.Sentinel)
+	for _, c := range []struct {
+		list string
+		cl   *cluster.Cluster
+		want string
+	}{
+		{"partition,kill-node", single, ""},
+		{"partition-primary", single, "nemesis partition-primary: topology single has no replication"},
+		{"partition-primary", sentinel, ""},
+		{"partition-majorities", sentinel, "topology sentinel has no majorities (independent nodes of which a client needs a majority); topologies with it: redlock"},
+		{"kill-node:node=n2", single, `nemesis kill-node:node=n2: no node "n2" in topology single (valid: holder, random, n1)`},
+		{"kill-node:node=n2", sentinel, ""},
+	} {
+		n, err := Parse(c.list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = n.Available(c.cl)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s on %s: %v", c.list, c.cl.Topology, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s on %s: %v, want %q", c.list, c.cl.Topology, err, c.want)
+		}
 	}
 }

@@ -7,19 +7,43 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/internal/options"
 )
 
 func someNode(env *Env, rng *rand.Rand) cluster.Node {
 	return env.Cluster.Nodes[rng.Intn(len(env.Cluster.Nodes))]
 }
 
+// chooseNode is the node a fault hits: the one its node option names, or
+// drawn (random), or, for "holder" and a grant seen (holder ≥ 0), the node
+// a fault on that holder should hit (holdersNode).
+func chooseNode(env *Env, opts options.Values, def string, drawn cluster.Node, holder int) cluster.Node {
+	switch choice := opts.Get(optNode, def); choice {
+	case nodeRandom:
+		return drawn
+	case nodeHolder:
+		if holder < 0 {
+			return drawn
+		}
+		return holdersNode(env, holder, drawn)
+	default:
+		for _, n := range env.Cluster.Nodes {
+			if n.Name() == choice {
+				return n
+			}
+		}
+		return drawn // refused up front (Injection.Available)
+	}
+}
+
 // pauseNode freezes a server with SIGSTOP, as a long GC or VM stall would.
 var pauseNode = Fault{
 	Name:    "pause-node",
 	Summary: "SIGSTOP a node for 0.5-1.5 TTLs, then SIGCONT",
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		n := someNode(env, rng)
-		hold := between(rng, env.TTL/2, scale(env.TTL, 1.5))
+	Options: []options.Spec{nodeOpt(nodeRandom, false), forOpt("0.5-1.5 TTLs")},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		n := chooseNode(env, opts, nodeRandom, someNode(env, rng), -1)
+		hold := hold(opts, rng, env.TTL/2, scale(env.TTL, 1.5))
 		if err := n.Pause(); err != nil {
 			return err
 		}
@@ -36,24 +60,25 @@ var pauseNode = Fault{
 // the node's persistence: without it the lock is forgotten.
 var killNode = Fault{
 	Name:    "kill-node",
-	Summary: "SIGKILL a node just after a grant; restart it 0-100ms (or --restart-delay) later",
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		n := someNode(env, rng)
-		delay := env.RestartDelay
-		if delay == 0 {
-			delay = between(rng, 0, 100*time.Millisecond)
-		}
+	Summary: "SIGKILL a node just after a grant; restart it 0-100ms later",
+	Options: []options.Spec{
+		{Name: optDelay, Kind: options.Duration, Summary: "how long the node stays down (default 0-100ms)"},
+		nodeOpt(nodeHolder+": the holder's node", true),
+	},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		drawn := someNode(env, rng)
+		delay := opts.Duration(optDelay, func() time.Duration { return between(rng, 0, 100*time.Millisecond) })
 		holder, err := awaitHolder(ctx, env)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err == nil {
-			n = holdersNode(env, holder, n)
-		}
 		detail := "no grant seen"
 		if err == nil {
 			detail = fmt.Sprintf("client %d just acquired", holder)
+		} else {
+			holder = -1
 		}
+		n := chooseNode(env, opts, nodeHolder, drawn, holder)
 		// The window opens before the kill: the server dies at once, while
 		// a container engine may take tens of milliseconds to confirm it.
 		end := env.Begin("kill-node", n.Name(), detail+"; restart in "+delay.String())
@@ -70,12 +95,12 @@ var killNode = Fault{
 }
 
 // awaitHolder waits (at most 3 TTLs) for the next grant and returns its
-// client. In a redlock topology it first lets one TTL pass, so that keys
-// granted before a concurrent partition have expired on the nodes the
-// holder can no longer reach, and the grant it waits for is the first one
-// the partition shapes.
+// client. Where clients need a majority of independent nodes, it first
+// lets one TTL pass, so that keys granted before a concurrent partition
+// have expired on the nodes the holder can no longer reach, and the grant
+// it waits for is the first one the partition shapes.
 func awaitHolder(ctx context.Context, env *Env) (int, error) {
-	if env.Cluster.Topology == "redlock" && !sleep(ctx, env.TTL) {
+	if env.Cluster.Can(cluster.Majorities) == nil && !sleep(ctx, env.TTL) {
 		return 0, ctx.Err()
 	}
 	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)

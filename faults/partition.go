@@ -3,6 +3,8 @@ package faults
 import (
 	"context"
 	"math/rand"
+
+	"github.com/lockharness/lockharness/internal/options"
 )
 
 // partition cuts some clients off from every node: their links drop
@@ -11,9 +13,10 @@ import (
 var partition = Fault{
 	Name:    "partition",
 	Summary: "blackhole some clients' links in both directions for 1-2 TTLs",
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+	Options: []options.Spec{forOpt("1-2 TTLs")},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		slots := someClients(rng, env.NumClients)
-		hold := between(rng, env.TTL, 2*env.TTL)
+		hold := hold(opts, rng, env.TTL, 2*env.TTL)
 		return blackholeFor(ctx, env, "partition", clientTarget(slots), "cut from every node", linksOf(env, slots), hold)
 	},
 }

@@ -8,38 +8,32 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/internal/options"
 )
 
-// Reachability faults for Redlock: each client sees only some of the
-// independent nodes.
+// Reachability faults for topologies of independent nodes (Redlock): each
+// client sees only some of the nodes.
 
-var onlyRedlock = []string{"redlock"}
+var onlyMajorities = []cluster.Capability{cluster.Majorities}
 
-// majority is client slot's majority of the nodes in the majorities ring:
-// quorum consecutive nodes starting at slot*(quorum-1), so that the
-// majorities of neighbouring slots share exactly one node (with 5 nodes:
-// n1-n3, n3-n5, n5-n2, ...), and no two slots below N share a majority.
-func majority(env *Env, slot int) []cluster.Node {
-	nodes := env.Cluster.Nodes
-	q := env.Cluster.Quorum()
-	var out []cluster.Node
-	for k := 0; k < q; k++ {
-		out = append(out, nodes[(slot*(q-1)+k)%len(nodes)])
-	}
-	return out
-}
-
-// holdersNode is the node a fault on a lock holder should hit. In a
-// redlock topology it is the node the holder's majority shares with the
-// client whose majority overlaps it least: take that node away from the
-// holder (restart it empty, jump its clock) and the other client has a
-// whole majority to itself. Elsewhere it is the node drawn already.
+// holdersNode is the node a fault on a lock holder should hit. Where
+// clients need a majority of independent nodes, it is the node the
+// holder's majority shares with the client whose majority overlaps it
+// least: take that node away from the holder (restart it empty, jump its
+// clock) and the other client has a whole majority to itself. Where a
+// failover topology has one primary, it is the primary, which granted the
+// lock. Elsewhere it is the node drawn already.
 func holdersNode(env *Env, holder int, drawn cluster.Node) cluster.Node {
-	if env.Cluster.Topology != "redlock" {
+	if env.Cluster.Can(cluster.Majorities) != nil {
+		if env.Cluster.Can(cluster.Failover) == nil {
+			if p, err := env.Cluster.Primary(context.Background()); err == nil {
+				return p
+			}
+		}
 		return drawn
 	}
 	mine := map[string]bool{}
-	for _, n := range majority(env, holder) {
+	for _, n := range env.Cluster.Majority(holder) {
 		mine[n.Name()] = true
 	}
 	var best []cluster.Node
@@ -48,7 +42,7 @@ func holdersNode(env *Env, holder int, drawn cluster.Node) cluster.Node {
 			continue
 		}
 		var shared []cluster.Node
-		for _, n := range majority(env, slot) {
+		for _, n := range env.Cluster.Majority(slot) {
 			if mine[n.Name()] {
 				shared = append(shared, n)
 			}
@@ -67,17 +61,18 @@ func holdersNode(env *Env, holder int, drawn cluster.Node) cluster.Node {
 // nodes, as Jepsen's majorities ring does, arranged so that neighbouring
 // clients share exactly one node.
 var partitionMajorities = Fault{
-	Name:       "partition-majorities",
-	Summary:    "redlock: each client reaches only its own ring majority of the nodes, for 2-4 TTLs",
-	Topologies: onlyRedlock,
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		hold := between(rng, 2*env.TTL, 4*env.TTL)
+	Name:    "partition-majorities",
+	Summary: "each client reaches only its own ring majority of the nodes, for 2-4 TTLs",
+	Needs:   onlyMajorities,
+	Options: []options.Spec{forOpt("2-4 TTLs")},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		hold := hold(opts, rng, 2*env.TTL, 4*env.TTL)
 		var links []*Link
 		var views []string
 		for slot := 0; slot < env.NumClients; slot++ {
 			sees := map[string]bool{}
 			var names []string
-			for _, n := range majority(env, slot) {
+			for _, n := range env.Cluster.Majority(slot) {
 				sees[n.Name()] = true
 				names = append(names, n.Name())
 			}
@@ -95,10 +90,11 @@ var partitionMajorities = Fault{
 // partitionMinority cuts some clients off from a minority of the nodes; a
 // majority still decides.
 var partitionMinority = Fault{
-	Name:       "partition-minority",
-	Summary:    "redlock: some clients lose a minority of the nodes for 1-2 TTLs",
-	Topologies: onlyRedlock,
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+	Name:    "partition-minority",
+	Summary: "some clients lose a minority of the nodes for 1-2 TTLs",
+	Needs:   onlyMajorities,
+	Options: []options.Spec{forOpt("1-2 TTLs")},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		slots := someClients(rng, env.NumClients)
 		nodes := env.Cluster.Nodes
 		lost := rng.Perm(len(nodes))[:len(nodes)-env.Cluster.Quorum()]
@@ -113,7 +109,7 @@ var partitionMinority = Fault{
 				links = append(links, env.ClientLink(slot, nodes[i].Name()))
 			}
 		}
-		hold := between(rng, env.TTL, 2*env.TTL)
+		hold := hold(opts, rng, env.TTL, 2*env.TTL)
 		return blackholeFor(ctx, env, "partition-minority", clientTarget(slots), "cut from "+strings.Join(names, ","), links, hold)
 	},
 }

@@ -4,22 +4,33 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/options"
 )
 
-// The primary-side faults of a sentinel topology. Each acts on whichever
-// node the sentinels name as primary when it starts, holds long enough for
-// the sentinels to fail over (down-after 1 s plus the election), heals, and
-// waits for the topology to settle before the next fault.
+// The primary-side faults of a topology with failover. Each acts on
+// whichever node is primary when it starts, holds long enough for the
+// topology to fail over (for sentinel: down-after 1 s plus the election),
+// heals, and waits for the topology to settle before the next fault.
 
-var onlySentinel = []string{"sentinel"}
+var (
+	withFailover    = []cluster.Capability{cluster.Failover}
+	withReplication = []cluster.Capability{cluster.Replication}
+	// withFailoverOf: a failover that promotes a replica fed through links
+	// the network can cut.
+	withFailoverOf = []cluster.Capability{cluster.Replication, cluster.Failover}
+)
 
-// failoverHold is long enough for the sentinels to notice and promote.
-func failoverHold(rng *rand.Rand) time.Duration { return between(rng, 5*time.Second, 7*time.Second) }
+// failoverFor is the for option of the primary faults.
+var failoverFor = forOpt("5-7 s, long enough for a failover")
+
+// failoverHold is long enough for the topology to notice and promote.
+func failoverHold(opts options.Values, rng *rand.Rand) time.Duration {
+	return hold(opts, rng, 5*time.Second, 7*time.Second)
+}
 
 // settle waits, outside the fault window, until the sentinels agree on a
 // primary again, so the next fault starts from a working topology. An
@@ -43,15 +54,20 @@ func primary(ctx context.Context, env *Env) (cluster.Node, error) {
 // clients still reach it and keep being granted locks that never replicate
 // while the sentinels promote a replica.
 var partitionPrimary = Fault{
-	Name:       "partition-primary",
-	Summary:    "cut the primary off from replicas, sentinels and some clients for 5-7 s",
-	Topologies: onlySentinel,
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+	Name:    "partition-primary",
+	Summary: "cut the primary off from replicas, sentinels and some clients for 5-7 s",
+	Needs:   withFailoverOf,
+	Options: []options.Spec{failoverFor},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		p, err := primary(ctx, env)
 		if err != nil {
 			return err
 		}
-		hold := failoverHold(rng)
+		internal, err := env.InternalLink(p.Name())
+		if err != nil {
+			return err
+		}
+		hold := failoverHold(opts, rng)
 		// Cut about a second before the current holder lets go: its release
 		// and the next grant then happen on a primary whose replication is
 		// held back, well before the sentinels promote a replica that still
@@ -62,7 +78,7 @@ var partitionPrimary = Fault{
 			return nil
 		}
 		slots := someClientsBut(rng, env.NumClients, holder)
-		links := []*Link{env.Net.Get("int-" + p.Name())}
+		links := []*Link{internal}
 		for _, slot := range slots {
 			links = append(links, env.ClientLink(slot, p.Name()))
 		}
@@ -102,11 +118,16 @@ func awaitLastSecond(ctx context.Context, env *Env) (int, string) {
 // primary, so both sides grant the lock until the partition heals and the
 // old primary is demoted.
 var splitBrain = Fault{
-	Name:       "split-brain",
-	Summary:    "partition the primary and some clients from the replicas, sentinels and other clients for 5-7 s",
-	Topologies: onlySentinel,
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+	Name:    "split-brain",
+	Summary: "partition the primary and some clients from the replicas, sentinels and other clients for 5-7 s",
+	Needs:   withFailoverOf,
+	Options: []options.Spec{failoverFor},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		p, err := primary(ctx, env)
+		if err != nil {
+			return err
+		}
+		internal, err := env.InternalLink(p.Name())
 		if err != nil {
 			return err
 		}
@@ -115,8 +136,8 @@ var splitBrain = Fault{
 		for _, c := range minority {
 			inMinority[c] = true
 		}
-		hold := failoverHold(rng)
-		links := []*Link{env.Net.Get("int-" + p.Name())}
+		hold := failoverHold(opts, rng)
+		links := []*Link{internal}
 		for slot := 0; slot < env.NumClients; slot++ {
 			for _, l := range env.ClientLinks(slot) {
 				toPrimary := l == env.ClientLink(slot, p.Name())
@@ -149,33 +170,35 @@ func healAll(links []*Link) {
 // killPrimary crashes the primary and restarts it after the sentinels have
 // had time to promote a replica; it comes back as a replica of the new one.
 var killPrimary = Fault{
-	Name:       "kill-primary",
-	Summary:    "SIGKILL the primary; restart it 5-7 s later",
-	Topologies: onlySentinel,
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		return onPrimary(ctx, env, rng, "kill-primary", "restart in", "restarted",
+	Name:    "kill-primary",
+	Summary: "SIGKILL the primary; restart it 5-7 s later",
+	Needs:   withFailover,
+	Options: []options.Spec{failoverFor},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		return onPrimary(ctx, env, rng, opts, "kill-primary", "restart in", "restarted",
 			cluster.Node.Kill, func(n cluster.Node) error { return n.Restart(context.Background()) })
 	},
 }
 
 // pausePrimary freezes the primary long enough to be failed over.
 var pausePrimary = Fault{
-	Name:       "pause-primary",
-	Summary:    "SIGSTOP the primary for 5-7 s, then SIGCONT",
-	Topologies: onlySentinel,
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
-		return onPrimary(ctx, env, rng, "pause-primary", "for", "resumed", cluster.Node.Pause, cluster.Node.Resume)
+	Name:    "pause-primary",
+	Summary: "SIGSTOP the primary for 5-7 s, then SIGCONT",
+	Needs:   withFailover,
+	Options: []options.Spec{failoverFor},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		return onPrimary(ctx, env, rng, opts, "pause-primary", "for", "resumed", cluster.Node.Pause, cluster.Node.Resume)
 	},
 }
 
 // onPrimary injects a process fault on the current primary, holds it long
 // enough for a failover, undoes it (also when the run ends) and settles.
-func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, fault, holdWord, healed string, inject, undo func(cluster.Node) error) error {
+func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, fault, holdWord, healed string, inject, undo func(cluster.Node) error) error {
 	p, err := primary(ctx, env)
 	if err != nil {
 		return err
 	}
-	hold := failoverHold(rng)
+	hold := failoverHold(opts, rng)
 	if err := inject(p); err != nil {
 		return err
 	}
@@ -191,17 +214,24 @@ func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, fault, holdWord, h
 // replication, while staying below the sentinels' down-after so no failover
 // follows.
 var replicationLag = Fault{
-	Name:       "replication-lag",
-	Summary:    "add 50-200 ms each way on the primary's internal address for 1-2 TTLs",
-	Topologies: onlySentinel,
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+	Name:    "replication-lag",
+	Summary: "add 50-200 ms each way on the primary's internal address for 1-2 TTLs",
+	Needs:   withReplication,
+	Options: []options.Spec{
+		{Name: optDelay, Kind: options.Duration, Summary: "the delay each way (default 50-200ms)"},
+		forOpt("1-2 TTLs"),
+	},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		p, err := primary(ctx, env)
 		if err != nil {
 			return err
 		}
-		delay := between(rng, 50*time.Millisecond, 200*time.Millisecond)
-		hold := between(rng, env.TTL, 2*env.TTL)
-		l := env.Net.Get("int-" + p.Name())
+		delay := opts.Duration(optDelay, func() time.Duration { return between(rng, 50*time.Millisecond, 200*time.Millisecond) })
+		hold := hold(opts, rng, env.TTL, 2*env.TTL)
+		l, err := env.InternalLink(p.Name())
+		if err != nil {
+			return err
+		}
 		defer l.Heal()
 		if err := l.Delay(delay); err != nil {
 			return err
@@ -217,10 +247,10 @@ var replicationLag = Fault{
 // failover asks the sentinels to fail over at once (SENTINEL FAILOVER), the
 // way an operator does before maintenance.
 var failover = Fault{
-	Name:       "failover",
-	Summary:    "SENTINEL FAILOVER, then wait for the new primary",
-	Topologies: onlySentinel,
-	Run: func(ctx context.Context, env *Env, rng *rand.Rand) error {
+	Name:    "failover",
+	Summary: "ask the topology to fail over now (SENTINEL FAILOVER), then wait for the new primary",
+	Needs:   withFailover,
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, _ options.Values) error {
 		p, err := primary(ctx, env)
 		if err != nil {
 			return err
@@ -244,27 +274,24 @@ var failover = Fault{
 	},
 }
 
-// WatchRoles records every primary switch the sentinels announce
-// (+switch-master) as an instant nemesis event, until ctx ends.
+// WatchRoles records every primary switch the topology announces as an
+// instant nemesis event ("switch-master"), until ctx ends. A topology
+// without failover has none.
 func WatchRoles(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, log func(string, ...any)) {
-	if len(cl.Sentinels) == 0 {
+	if cl.Can(cluster.Failover) != nil {
 		return
 	}
-	msgs, closeSub, err := cl.SubscribeSentinels(ctx, "+switch-master")
+	changes, stop, err := cl.WatchPrimary(ctx)
 	if err != nil {
 		log("warning: cannot watch role changes: %v", err)
 		return
 	}
 	go func() {
-		defer closeSub()
-		for m := range msgs {
-			// "<master> <old-ip> <old-port> <new-ip> <new-port>"
-			f := strings.Fields(m)
-			detail := m
-			target := ""
-			if len(f) == 5 {
-				from, to := cl.NodeAt(f[1]+":"+f[2]), cl.NodeAt(f[3]+":"+f[4])
-				target, detail = to, fmt.Sprintf("%s replaced %s as primary", to, from)
+		defer stop()
+		for ch := range changes {
+			detail, target := ch.Raw, ""
+			if ch.To != "" {
+				target, detail = ch.To, fmt.Sprintf("%s replaced %s as primary", ch.To, ch.From)
 			}
 			e := rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: "switch-master",
 				Phase: history.Instant, Target: target, Detail: detail})

@@ -9,9 +9,10 @@ import (
 // PX with a token unique to the attempt, released by a Lua
 // compare-and-delete so that only the holder can delete its own lock.
 var cad = Recipe{
-	Name:    "cad",
-	Summary: "SET NX PX with a unique token; release with Lua compare-and-delete",
-	New:     func(c Config) Locker { return &cadLock{c} },
+	Name:       "cad",
+	Topologies: []string{"single", "sentinel"},
+	Summary:    "SET NX PX with a unique token; release with Lua compare-and-delete",
+	New:        func(c Config) Locker { return &cadLock{c} },
 }
 
 type cadLock struct{ Config }

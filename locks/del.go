@@ -8,9 +8,10 @@ import (
 // del sets the lock atomically with its expiry but releases with a plain
 // DEL, so a holder that overran its TTL deletes the next holder's lock.
 var del = Recipe{
-	Name:    "del",
-	Summary: "SET NX PX; release with a plain DEL",
-	New:     func(c Config) Locker { return &delLock{c} },
+	Name:       "del",
+	Topologies: []string{"single", "sentinel"},
+	Summary:    "SET NX PX; release with a plain DEL",
+	New:        func(c Config) Locker { return &delLock{c} },
 }
 
 type delLock struct{ Config }

@@ -9,9 +9,11 @@ import (
 // as the SET, so the protected resource can refuse writes from an older
 // holder.
 var fenced = Recipe{
-	Name:    "fenced",
-	Summary: "cad plus a fencing token from INCR in the same Lua acquire script",
-	New:     func(c Config) Locker { return &fencedLock{c} },
+	Name:       "fenced",
+	Topologies: []string{"single", "sentinel"},
+	Fences:     true,
+	Summary:    "cad plus a fencing token from INCR in the same Lua acquire script",
+	New:        func(c Config) Locker { return &fencedLock{c} },
 }
 
 type fencedLock struct{ Config }

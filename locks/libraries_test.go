@@ -67,7 +67,7 @@ func (r *recorder) snapshot() []Op {
 // would: its own go-redis clients to every node.
 func libLocker(t *testing.T, spec string, clients []*redis.Client) (Locker, *recorder) {
 	t.Helper()
-	r, _, err := ParseLock(spec)
+	lock, err := ParseLock(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func libLocker(t *testing.T, spec string, clients []*redis.Client) (Locker, *rec
 		own = append(own, oc)
 	}
 	rec := &recorder{}
-	l := r.New(Config{Client: own[0], Nodes: own, OpTimeout: time.Second, Pause: func(string) {}, Observe: rec.observe})
+	l := lock.NewLocker(Config{Client: own[0], Nodes: own, OpTimeout: time.Second, Pause: func(string) {}, Observe: rec.observe})
 	t.Cleanup(l.Close)
 	return l, rec
 }
@@ -421,16 +421,19 @@ func TestParseLock(t *testing.T) {
 		"rueidislock:majority=2,setpx":    "majority=2:setpx",
 		"redislock:no-watchdog":           "no-watchdog",
 	} {
-		r, opts, err := ParseLock(spec)
+		l, err := ParseLock(spec)
 		if err != nil {
 			t.Errorf("%s: %v", spec, err)
 			continue
 		}
-		if name, _, _ := strings.Cut(spec, ":"); r.Name != name || r.New == nil {
-			t.Errorf("%s: recipe %q", spec, r.Name)
+		if name, _, _ := strings.Cut(spec, ":"); l.Name != name || l.New == nil {
+			t.Errorf("%s: recipe %q", spec, l.Name)
 		}
-		if opts.String() != want {
-			t.Errorf("%s: options %q, want %q", spec, opts, want)
+		if l.Options.String() != want {
+			t.Errorf("%s: options %q, want %q", spec, l.Options, want)
+		}
+		if again, err := ParseLock(l.String()); err != nil || again.String() != l.String() {
+			t.Errorf("%s: canonical %q parses as %q, %v", spec, l, again, err)
 		}
 	}
 	for spec, wants := range map[string][]string{
@@ -445,7 +448,7 @@ func TestParseLock(t *testing.T) {
 		"redsync:tries=1,tries=2":   {"given twice"},
 		"cad:x":                     {"cad takes no options"},
 	} {
-		_, _, err := ParseLock(spec)
+		_, err := ParseLock(spec)
 		if err == nil {
 			t.Errorf("%s: no error", spec)
 			continue
@@ -457,11 +460,12 @@ func TestParseLock(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"redsync", "redislock", "rueidislock"} {
-		if _, err := Lookup(name); err != nil {
+		r, err := Lookup(name)
+		if err != nil {
 			t.Errorf("Lookup(%s): %v", name, err)
 		}
-		if len(RecipeOptions(name)) == 0 {
-			t.Errorf("%s lists no options", name)
+		if len(r.Options) == 0 || r.Library == "" {
+			t.Errorf("%s lists no options or no library: %+v", name, r)
 		}
 	}
 	if r, _ := Lookup("redsync"); !r.Supports("redlock") || !r.Supports("single") || r.Supports("sentinel") {

@@ -10,17 +10,21 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/internal/options"
 )
 
 // Recipes is the registry: every recipe the harness can test.
 var Recipes = []Recipe{naive, del, cad, renew, fenced, wait, redlock, redsyncRecipe, redislockRecipe, rueidislockRecipe}
 
-// Recipe names a lock implementation and builds it.
+// Recipe names a lock implementation and carries every trait of it that
+// the rest of the harness reads.
 type Recipe struct {
 	Name    string
 	Summary string
@@ -28,27 +32,27 @@ type Recipe struct {
 	// reaches them. A client killed at one of them shows what a crash there
 	// leaves behind.
 	Points []string
-	// Topologies the recipe works on; empty means single and sentinel.
+	// Topologies the recipe runs on; the first is the one it is built for
+	// (the libs suite scores it there).
 	Topologies []string
 	// Extends is set for recipes whose lockers implement Extender: the
 	// workload then extends each lease after its write, as a caller of the
 	// library would before a long step.
 	Extends bool
+	// Fences is set for recipes whose grants carry a fencing token: the
+	// protected resource then refuses writes with an older fence.
+	Fences bool
+	// Library is the Go module of the library the recipe adapts; empty for
+	// the harness's own recipes.
+	Library string
+	// Options are what the recipe takes after its name
+	// (redsync:tries=1); New finds their values in Config.Options.
+	Options []options.Spec
 	New     func(Config) Locker
 }
 
 // Supports reports whether the recipe runs on the topology.
-func (r Recipe) Supports(topology string) bool {
-	if len(r.Topologies) == 0 {
-		return topology == "single" || topology == "sentinel"
-	}
-	for _, t := range r.Topologies {
-		if t == topology {
-			return true
-		}
-	}
-	return false
-}
+func (r Recipe) Supports(topology string) bool { return slices.Contains(r.Topologies, topology) }
 
 // Lookup returns the recipe with the name, or an error listing the valid ones.
 func Lookup(name string) (Recipe, error) {
@@ -108,6 +112,8 @@ type Config struct {
 	// Observe reports operations the recipe performs on its own, such as a
 	// watchdog's renewals, so that they enter the history.
 	Observe func(Op)
+	// Options are the recipe's options as the lock spec gave them.
+	Options options.Values
 }
 
 // Op is a background operation reported through Config.Observe: first with

@@ -9,10 +9,11 @@ import (
 // plain DEL to release. A client that dies between the two leaves a lock
 // that never expires.
 var naive = Recipe{
-	Name:    "naive",
-	Summary: "SETNX then PEXPIRE (two commands); release with DEL",
-	Points:  []string{PointAfterSetNX},
-	New:     func(c Config) Locker { return &naiveLock{c} },
+	Name:       "naive",
+	Topologies: []string{"single", "sentinel"},
+	Summary:    "SETNX then PEXPIRE (two commands); release with DEL",
+	Points:     []string{PointAfterSetNX},
+	New:        func(c Config) Locker { return &naiveLock{c} },
 }
 
 type naiveLock struct{ Config }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+
+	"github.com/lockharness/lockharness/internal/options"
 )
 
 // redislockRecipe is github.com/bsm/redislock v0.10 on one node, with the
@@ -17,19 +19,15 @@ import (
 // (Options.Token, no metadata), so the key's value is the token; retries
 // are the library's default (none).
 var redislockRecipe = Recipe{
-	Name:    "redislock",
-	Extends: true,
-	Summary: "bsm/redislock v0.10 Obtain/Release with its README's external watchdog (Refresh every ttl/3)",
-	New:     func(c Config) Locker { return newRedislock(c, true) },
-}
-
-var redislockOptions = []OptionSpec{
-	{Name: "no-watchdog", Summary: "no refresh: Obtain, then Release (the README's basic example)"},
-}
-
-func buildRedislock(o Options) (func(Config) Locker, error) {
-	watchdog := !o.Flag("no-watchdog")
-	return func(c Config) Locker { return newRedislock(c, watchdog) }, nil
+	Name:       "redislock",
+	Extends:    true,
+	Library:    "github.com/bsm/redislock",
+	Summary:    "bsm/redislock v0.10 Obtain/Release with its README's external watchdog (Refresh every ttl/3)",
+	Topologies: []string{"single", "sentinel"},
+	Options: []options.Spec{
+		{Name: "no-watchdog", Summary: "no refresh: Obtain, then Release (the README's basic example)"},
+	},
+	New: func(c Config) Locker { return newRedislock(c, !c.Options.Flag("no-watchdog")) },
 }
 
 type redislockLock struct {

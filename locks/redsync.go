@@ -9,6 +9,8 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+
+	"github.com/lockharness/lockharness/internal/options"
 )
 
 // redsyncRecipe is github.com/go-redsync/redsync/v4, the most used Go
@@ -22,31 +24,24 @@ import (
 var redsyncRecipe = Recipe{
 	Name:       "redsync",
 	Extends:    true,
+	Library:    "github.com/go-redsync/redsync/v4",
 	Summary:    "go-redsync/redsync v4 Redlock (library defaults: 32 tries, drift 1%); Extend via locks.Extender",
 	Topologies: []string{"redlock", "single"},
-	New:        func(c Config) Locker { return newRedsync(c, redsyncSettings{tries: redsyncDefaultTries}) },
+	Options: []options.Spec{
+		{Name: "setnx-on-extend", Summary: "WithSetNXOnExtend: Extend re-creates keys that have expired (SET NX) instead of failing"},
+		{Name: "tries", Kind: options.Int, Summary: "WithTries(N): acquire attempts (library default 32; 1 = TryLock-like, no waiting)"},
+	},
+	New: func(c Config) Locker {
+		return newRedsync(c, redsyncSettings{tries: c.Options.Int("tries", redsyncDefaultTries), setNXOnExtend: c.Options.Flag("setnx-on-extend")})
+	},
 }
 
 // redsyncDefaultTries is the library's own default (NewMutex sets 32).
 const redsyncDefaultTries = 32
 
-var redsyncOptions = []OptionSpec{
-	{Name: "setnx-on-extend", Summary: "WithSetNXOnExtend: Extend re-creates keys that have expired (SET NX) instead of failing"},
-	{Name: "tries", Arg: "N", Summary: "WithTries(N): acquire attempts (library default 32; 1 = TryLock-like, no waiting)"},
-}
-
 type redsyncSettings struct {
 	tries         int
 	setNXOnExtend bool
-}
-
-func buildRedsync(o Options) (func(Config) Locker, error) {
-	tries, err := positiveInt(o, "tries", redsyncDefaultTries)
-	if err != nil {
-		return nil, err
-	}
-	s := redsyncSettings{tries: tries, setNXOnExtend: o.Flag("setnx-on-extend")}
-	return func(c Config) Locker { return newRedsync(c, s) }, nil
 }
 
 type redsyncLock struct {

@@ -10,9 +10,10 @@ import (
 // with a Lua compare-and-PEXPIRE while the client holds it, the way
 // Redisson-style locks do. A paused process pauses its watchdog too.
 var renew = Recipe{
-	Name:    "renew",
-	Summary: "cad plus a watchdog renewing every ttl/3 with Lua compare-and-PEXPIRE",
-	New:     func(c Config) Locker { return &renewLock{Config: c} },
+	Name:       "renew",
+	Topologies: []string{"single", "sentinel"},
+	Summary:    "cad plus a watchdog renewing every ttl/3 with Lua compare-and-PEXPIRE",
+	New:        func(c Config) Locker { return &renewLock{Config: c} },
 }
 
 type renewLock struct {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
+
+	"github.com/lockharness/lockharness/internal/options"
 )
 
 // rueidislockRecipe is github.com/redis/rueidis/rueidislock: a lock of
@@ -29,29 +31,24 @@ import (
 // is not on the servers: the keys hold the library's own random value,
 // which its API does not expose.
 var rueidislockRecipe = Recipe{
-	Name:    "rueidislock",
-	Summary: "rueidis rueidislock as in its README (KeyMajority 1, NOLOOP): self-extending, lock-lost context via client-side caching",
-	New:     func(c Config) Locker { return newRueidislock(c, rueidislockSettings{majority: 1, noloop: true}) },
-}
-
-var rueidislockOptions = []OptionSpec{
-	{Name: "majority", Arg: "N", Summary: "KeyMajority N: hold N of 2N-1 keys (library default 2; README: 1 for one instance)"},
-	{Name: "loop-tracking", Summary: "NoLoopTracking false (the library's default): each extend re-triggers the next, a busy loop"},
-	{Name: "setpx", Summary: "FallbackSETPX: SET NX PX (server-relative) instead of SET NX PXAT (client wall clock)"},
+	Name:       "rueidislock",
+	Library:    "github.com/redis/rueidis",
+	Summary:    "rueidis rueidislock as in its README (KeyMajority 1, NOLOOP): self-extending, lock-lost context via client-side caching",
+	Topologies: []string{"single", "sentinel"},
+	Options: []options.Spec{
+		{Name: "majority", Kind: options.Int, Summary: "KeyMajority N: hold N of 2N-1 keys (library default 2; README: 1 for one instance)"},
+		{Name: "loop-tracking", Summary: "NoLoopTracking false (the library's default): each extend re-triggers the next, a busy loop"},
+		{Name: "setpx", Summary: "FallbackSETPX: SET NX PX (server-relative) instead of SET NX PXAT (client wall clock)"},
+	},
+	New: func(c Config) Locker {
+		return newRueidislock(c, rueidislockSettings{majority: c.Options.Int("majority", 1),
+			noloop: !c.Options.Flag("loop-tracking"), setpx: c.Options.Flag("setpx")})
+	},
 }
 
 type rueidislockSettings struct {
 	majority      int
 	noloop, setpx bool
-}
-
-func buildRueidislock(o Options) (func(Config) Locker, error) {
-	majority, err := positiveInt(o, "majority", 1)
-	if err != nil {
-		return nil, err
-	}
-	s := rueidislockSettings{majority: majority, noloop: !o.Flag("loop-tracking"), setpx: o.Flag("setpx")}
-	return func(c Config) Locker { return newRueidislock(c, s) }, nil
 }
 
 type rueidislockLock struct {

@@ -13,9 +13,10 @@ import (
 // it does not close it (the acknowledging replica need not be the one
 // promoted, and the grant happened on the primary all the same).
 var wait = Recipe{
-	Name:    "wait",
-	Summary: "cad plus WAIT 1 after acquiring; a grant no replica acknowledged is released unused",
-	New:     func(c Config) Locker { return &waitLock{c} },
+	Name:       "wait",
+	Topologies: []string{"sentinel"}, // WAIT needs replicas to wait for
+	Summary:    "cad plus WAIT 1 after acquiring; a grant no replica acknowledged is released unused",
+	New:        func(c Config) Locker { return &waitLock{c} },
 }
 
 // ErrUnreplicated is returned with a valid lease: the grant happened, but no

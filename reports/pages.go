@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -74,7 +75,7 @@ func Render(dir string) error {
 		page.Plots = append(page.Plots, plotView{File: p.file, Alt: p.alt})
 	}
 	page.Problems = problems
-	page.Files = runFiles(dir)
+	page.Files = runFiles(os.DirFS(dir), ".")
 	err = writeAtomic(filepath.Join(dir, "index.html"), func(w io.Writer) error {
 		return templates.ExecuteTemplate(w, "index.html", page)
 	})
@@ -239,22 +240,20 @@ func specPairs(raw json.RawMessage) []keyValue {
 
 // runFiles lists what index.html links to, if present: the linearizability
 // report, the history, results.json, the harness log and every node log.
-func runFiles(dir string) []fileLink {
+func runFiles(fsys fs.FS, dir string) []fileLink {
 	var files []fileLink
 	add := func(rel string) {
-		if st, err := os.Stat(filepath.Join(dir, rel)); err == nil && st.Mode().IsRegular() {
-			files = append(files, fileLink{Path: filepath.ToSlash(rel), Size: size(st.Size())})
+		if st, err := fs.Stat(fsys, path.Join(dir, rel)); err == nil && st.Mode().IsRegular() {
+			files = append(files, fileLink{Path: rel, Size: size(st.Size())})
 		}
 	}
 	for _, f := range []string{"linear.html", "history.jsonl", "results.json", "harness.log"} {
 		add(f)
 	}
-	logs, _ := filepath.Glob(filepath.Join(dir, "nodes", "*", "*.log"))
+	logs, _ := fs.Glob(fsys, path.Join(dir, "nodes", "*", "*.log"))
 	sort.Strings(logs)
 	for _, l := range logs {
-		if rel, err := filepath.Rel(dir, l); err == nil {
-			add(rel)
-		}
+		add(strings.TrimPrefix(l, path.Join(dir)+"/"))
 	}
 	return files
 }

@@ -112,11 +112,4 @@ func WriteResults(dir string, res Results) error {
 }
 
 // ReadResults reads dir/results.json.
-func ReadResults(dir string) (Results, error) {
-	var res Results
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		return res, err
-	}
-	return res, json.Unmarshal(b, &res)
-}
+func ReadResults(dir string) (Results, error) { return readResults(os.DirFS(dir), ".") }

@@ -1,13 +1,16 @@
 package reports
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,19 +21,27 @@ import (
 
 // NewServer browses a store: the home page lists its runs newest first
 // with their verdicts, and every file under the store is served as it is,
-// so a run's index.html and its relative links work. Nothing outside the
-// store is served: a path with a ".." segment is refused, and so is one
-// that a symlink resolves outside (store/latest, which points inside, is
-// fine).
-func NewServer(store string) http.Handler {
-	root, err := filepath.Abs(store)
+// so a run's index.html and its relative links work. Every file is opened
+// through an os.Root of the store, so nothing outside it is served: a path
+// with a ".." segment is refused, and a symlink that leads outside the
+// store is not followed (store/latest, which points inside, is).
+func NewServer(store string) (http.Handler, error) {
+	root, err := os.OpenRoot(store)
 	if err != nil {
-		root = filepath.Clean(store)
+		return nil, fmt.Errorf("the store %s cannot be opened (run a scenario first, or pass --store): %w", store, err)
 	}
-	return &server{root: root}
+	abs, err := filepath.Abs(store)
+	if err != nil {
+		abs = store
+	}
+	return &server{root: root, fsys: root.FS(), name: abs}, nil
 }
 
-type server struct{ root string }
+type server struct {
+	root *os.Root
+	fsys fs.FS
+	name string // the store's path, for the home page
+}
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -41,31 +52,35 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The handler is not behind a ServeMux, which would answer a ".."
-	// path with a redirect to its cleaned form; it is refused here, as a
-	// request that names a place outside the store.
+	// path with a redirect to its cleaned form; like http.FileServer it
+	// refuses one.
 	p := r.URL.Path
-	if !strings.HasPrefix(p, "/") || strings.ContainsRune(p, 0) || strings.Contains(p, `\`) {
-		http.Error(w, "bad path", http.StatusBadRequest)
+	if !strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
+		http.Error(w, "paths may not leave the store", http.StatusBadRequest)
 		return
-	}
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." {
-			http.Error(w, "paths may not leave the store", http.StatusBadRequest)
-			return
-		}
 	}
 	if p == "/" {
 		s.home(w, r)
 		return
 	}
-	full, status := s.resolve(strings.TrimPrefix(p, "/"))
-	if status != http.StatusOK {
+	name := strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/")
+	if !fs.ValidPath(name) {
+		http.Error(w, "bad path", http.StatusBadRequest)
+		return
+	}
+	f, err := s.root.Open(name)
+	if err != nil {
+		status := http.StatusForbidden // a symlink out of the store, say
+		if errors.Is(err, fs.ErrNotExist) {
+			status = http.StatusNotFound
+		}
 		http.Error(w, http.StatusText(status), status)
 		return
 	}
-	st, err := os.Stat(full)
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
-		http.Error(w, "not found", http.StatusNotFound)
+		http.Error(w, "cannot open", http.StatusForbidden)
 		return
 	}
 	if st.IsDir() {
@@ -73,50 +88,19 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, path.Base(p)+"/", http.StatusMovedPermanently)
 			return
 		}
-		s.dir(w, p, full)
+		s.dir(w, p, name)
 		return
 	}
 	if !st.Mode().IsRegular() {
 		http.Error(w, "not a file", http.StatusForbidden)
 		return
 	}
-	f, err := os.Open(full)
-	if err != nil {
-		http.Error(w, "cannot open", http.StatusForbidden)
-		return
-	}
-	defer f.Close()
-	switch filepath.Ext(full) {
+	switch path.Ext(name) {
 	case ".jsonl", ".log", ".txt", ".conf":
 		// Shown in the browser rather than downloaded.
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	}
 	http.ServeContent(w, r, st.Name(), st.ModTime(), f)
-}
-
-// resolve maps a slash path relative to the store to a real path inside
-// it, following symlinks, or says why not.
-func (s *server) resolve(rel string) (string, int) {
-	root, err := filepath.EvalSymlinks(s.root)
-	if err != nil {
-		return "", http.StatusNotFound
-	}
-	real, err := filepath.EvalSymlinks(filepath.Join(s.root, filepath.FromSlash(rel)))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", http.StatusNotFound
-		}
-		return "", http.StatusForbidden
-	}
-	if !within(root, real) {
-		return "", http.StatusForbidden
-	}
-	return real, http.StatusOK
-}
-
-func within(root, p string) bool {
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // storeRun is one run on the home page.
@@ -142,7 +126,7 @@ type storePage struct {
 
 func (s *server) home(w http.ResponseWriter, r *http.Request) {
 	runs := s.runs()
-	page := storePage{Store: s.root, Filter: strings.TrimSpace(r.URL.Query().Get("name")), Total: len(runs)}
+	page := storePage{Store: s.name, Filter: strings.TrimSpace(r.URL.Query().Get("name")), Total: len(runs)}
 	seen := map[string]bool{}
 	for _, run := range runs {
 		if !seen[run.Name] {
@@ -163,11 +147,9 @@ func (s *server) home(w http.ResponseWriter, r *http.Request) {
 // runs finds store/<name>/<stamp>/ directories that hold results.json,
 // newest first.
 func (s *server) runs() []storeRun {
-	var latest string
-	if l, err := filepath.EvalSymlinks(filepath.Join(s.root, "latest")); err == nil {
-		latest = l
-	}
-	names, _ := os.ReadDir(s.root)
+	latest, _ := s.root.Readlink("latest")
+	latest = path.Clean(filepath.ToSlash(latest))
+	names, _ := fs.ReadDir(s.fsys, ".")
 	var runs []storeRun
 	for _, n := range names {
 		if !n.IsDir() || strings.HasPrefix(n.Name(), ".") || n.Name() == "suites" {
@@ -175,18 +157,18 @@ func (s *server) runs() []storeRun {
 			// suite reports are reached through /suites/.
 			continue
 		}
-		stamps, _ := os.ReadDir(filepath.Join(s.root, n.Name()))
+		stamps, _ := fs.ReadDir(s.fsys, n.Name())
 		for _, st := range stamps {
-			dir := filepath.Join(s.root, n.Name(), st.Name())
 			if !st.IsDir() {
 				continue
 			}
-			res, err := ReadResults(dir)
+			dir := path.Join(n.Name(), st.Name())
+			res, err := readResults(s.fsys, dir)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			run := storeRun{Name: n.Name(), Dir: "/" + url.PathEscape(n.Name()) + "/" + url.PathEscape(st.Name()) + "/",
-				Stamp: st.Name(), Verdict: checker.Unknown.String()}
+				Stamp: st.Name(), Verdict: checker.Unknown.String(), Latest: dir == latest}
 			run.stamp, run.suffix = splitStamp(st.Name())
 			if t, err := time.Parse("20060102T150405", run.stamp); err == nil {
 				run.Stamp = t.Format("2006-01-02 15:04:05")
@@ -199,13 +181,10 @@ func (s *server) runs() []storeRun {
 			} else {
 				run.Verdict, run.Seed, run.Summary = res.Valid.String(), res.Seed, headline(res)
 			}
-			if real, err := filepath.EvalSymlinks(dir); err == nil && real == latest {
-				run.Latest = true
-			}
-			if _, err := os.Stat(filepath.Join(dir, "index.html")); err == nil {
+			if _, err := fs.Stat(s.fsys, path.Join(dir, "index.html")); err == nil {
 				run.HasIndex = true
 			}
-			run.Files = runFiles(dir)
+			run.Files = runFiles(s.fsys, dir)
 			runs = append(runs, run)
 		}
 	}
@@ -248,8 +227,8 @@ type dirPage struct {
 	Entries []dirEntry
 }
 
-func (s *server) dir(w http.ResponseWriter, urlPath, full string) {
-	entries, err := os.ReadDir(full)
+func (s *server) dir(w http.ResponseWriter, urlPath, name string) {
+	entries, err := fs.ReadDir(s.fsys, name)
 	if err != nil {
 		http.Error(w, "cannot list", http.StatusForbidden)
 		return
@@ -265,7 +244,7 @@ func (s *server) dir(w http.ResponseWriter, urlPath, full string) {
 		}
 		d := dirEntry{Name: e.Name(), Href: url.PathEscape(e.Name()), Modified: info.ModTime().Format("2006-01-02 15:04:05")}
 		if e.IsDir() || info.Mode()&os.ModeSymlink != 0 {
-			if st, err := os.Stat(filepath.Join(full, e.Name())); err == nil && st.IsDir() {
+			if st, err := fs.Stat(s.fsys, path.Join(name, e.Name())); err == nil && st.IsDir() {
 				d.IsDir, d.Href, d.Name = true, d.Href+"/", d.Name+"/"
 			}
 		}
@@ -281,4 +260,14 @@ func (s *server) dir(w http.ResponseWriter, urlPath, full string) {
 	if err := templates.ExecuteTemplate(w, "dir.html", page); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
+}
+
+// readResults reads dir/results.json from fsys.
+func readResults(fsys fs.FS, dir string) (Results, error) {
+	var res Results
+	b, err := fs.ReadFile(fsys, path.Join(dir, "results.json"))
+	if err != nil {
+		return res, err
+	}
+	return res, json.Unmarshal(b, &res)
 }

@@ -44,6 +44,15 @@ func testStore(t *testing.T) string {
 	return store
 }
 
+func newServer(t *testing.T, store string) http.Handler {
+	t.Helper()
+	h, err := NewServer(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -57,7 +66,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestServeListsRunsNewestFirst(t *testing.T) {
-	srv := httptest.NewServer(NewServer(testStore(t)))
+	srv := httptest.NewServer(newServer(t, testStore(t)))
 	defer srv.Close()
 
 	code, body := get(t, srv.URL+"/")
@@ -98,7 +107,7 @@ func TestServeListsRunsNewestFirst(t *testing.T) {
 }
 
 func TestServeFilesOfRuns(t *testing.T) {
-	srv := httptest.NewServer(NewServer(testStore(t)))
+	srv := httptest.NewServer(newServer(t, testStore(t)))
 	defer srv.Close()
 	for path, want := range map[string]string{
 		"/single-cad-pause-client/20261129T120005-2/index.html": "UNKNOWN",
@@ -130,7 +139,7 @@ func TestServeFilesOfRuns(t *testing.T) {
 
 // Requests are written by hand: an HTTP client would clean the path first.
 func TestServeRefusesPathsOutsideTheStore(t *testing.T) {
-	srv := httptest.NewServer(NewServer(testStore(t)))
+	srv := httptest.NewServer(newServer(t, testStore(t)))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	for _, c := range []struct {

@@ -47,10 +47,27 @@ type SuiteCell struct {
 	Met       *bool          `json:"met,omitempty"`
 	Why       string         `json:"why,omitempty"`
 	Anomalies map[string]int `json:"anomalies,omitempty"`
+	// Narrative is the first finding of each anomaly the run found, one
+	// a line.
+	Narrative string `json:"narrative,omitempty"`
 	// Run is the run directory, relative to the suite directory.
 	Run     string  `json:"run,omitempty"`
 	Seconds float64 `json:"seconds"`
 	Error   string  `json:"error,omitempty"`
+}
+
+// FirstFindings is the narrative of the first finding of each anomaly in
+// the results, one a line, as suite cells keep them.
+func FirstFindings(r Results) string {
+	seen := map[string]bool{}
+	var lines []string
+	for _, f := range r.Checker.Findings {
+		if !seen[f.Anomaly] {
+			seen[f.Anomaly] = true
+			lines = append(lines, f.Anomaly+": "+f.Narrative)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // WriteSuite writes results.json and index.html into dir.

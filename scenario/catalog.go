@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/reports"
 )
 
@@ -79,9 +80,9 @@ func withPersistence(s Spec, p string) Spec { s.Persistence = p; return s }
 // redlockSpec is a Redlock scenario: five nodes and two clients whose ring
 // majorities (when partitioned) share exactly one node, n3, the way the
 // published attacks draw it.
-func redlockSpec(nemesis string, restartDelay time.Duration) Spec {
-	s := entrySpec("redlock", "redlock", nemesis, 3*sec, sec, 10*sec)
-	s.Clients, s.Nodes, s.RestartDelay = 2, 5, Duration(restartDelay)
+func redlockSpec(nemesis string) Spec {
+	s := entrySpec(cluster.Redlock, "redlock", nemesis, 3*sec, sec, 10*sec)
+	s.Clients, s.Nodes = 2, 5
 	return s
 }
 
@@ -93,7 +94,7 @@ const sec = time.Second
 // that retries inside the library for seconds leaves the checker unsure
 // when its lease began.
 func librarySpec(lock, nemesis string) Spec {
-	s := redlockSpec(nemesis, 0)
+	s := redlockSpec(nemesis)
 	s.Lock, s.TimeLimit = lock, Duration(14*time.Second)
 	return s
 }
@@ -101,48 +102,48 @@ func librarySpec(lock, nemesis string) Spec {
 // Catalog is every named scenario. It is what must never regress.
 var Catalog = []Entry{
 	{Name: "clean-cad", Source: "baseline", Story: "no faults",
-		Spec: entrySpec("single", "cad", "none", 2*sec, 300*time.Millisecond, 8*sec), Expect: Expect{}},
+		Spec: entrySpec(cluster.Single, "cad", "none", 2*sec, 300*time.Millisecond, 8*sec), Expect: Expect{}},
 	{Name: "gc-pause", Source: "Kleppmann 2016 (S1)", Story: "a holder is frozen after acquiring, before its write, for longer than the TTL; another acquires and writes; the first wakes and writes",
-		Spec: entrySpec("single", "cad", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
+		Spec: entrySpec(cluster.Single, "cad", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
 	{Name: "gc-pause-fenced", Source: "Kleppmann 2016", Story: "as gc-pause, with fencing tokens checked by the resource",
-		Spec: entrySpec("single", "fenced", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Fenced: true}},
+		Spec: entrySpec(cluster.Single, "fenced", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Fenced: true}},
 	{Name: "gc-pause-renew", Source: "Redisson-style watchdogs", Story: "as gc-pause; the renewing watchdog freezes with the process",
-		Spec: entrySpec("single", "renew", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
+		Spec: entrySpec(cluster.Single, "renew", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
 	{Name: "del-release", Source: "Redis distributed-lock page (S9)", Story: "a holder overruns its TTL, another acquires, the first's plain DEL removes the second's lock, a third acquires",
-		Spec: entrySpec("single", "del", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.ForeignRelease}},
+		Spec: entrySpec(cluster.Single, "del", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.ForeignRelease}},
 	{Name: "naive-crash", Source: "SETNX+EXPIRE folklore", Story: "the holder dies between SETNX and EXPIRE",
-		Spec: entrySpec("single", "naive", "kill-client", 2*sec, 300*time.Millisecond, 6*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StuckLock}},
+		Spec: entrySpec(cluster.Single, "naive", "kill-client", 2*sec, 300*time.Millisecond, 6*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StuckLock}},
 	{Name: "restart-no-persist", Source: "Kleppmann 2016 (S4, one node)", Story: "a client holds; the node is killed and restarts empty; another acquires",
 		// The holder holds for 1 s, longer than any backend takes to bring
 		// the node back (a container restart takes 150-300 ms), so the
 		// restarted node grants while the first holder still holds.
-		Spec: entrySpec("single", "cad", "kill-node", 2*sec, sec, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+		Spec: entrySpec(cluster.Single, "cad", "kill-node", 2*sec, sec, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "restart-aof-always", Source: "Redis persistence docs", Story: "as restart-no-persist, with appendonly yes and appendfsync always",
-		Spec: withPersistence(entrySpec("single", "cad", "kill-node", 2*sec, sec, 8*sec), "aof-always"), Expect: Expect{}},
+		Spec: withPersistence(entrySpec(cluster.Single, "cad", "kill-node", 2*sec, sec, 8*sec), "aof-always"), Expect: Expect{}},
 	{Name: "clock-jump-single", Source: "Kleppmann 2016 (S8)", Story: "a client holds; the node's wall clock jumps forward past the TTL; another acquires",
-		Spec: entrySpec("single", "cad", "clock-jump", 2*sec, 500*time.Millisecond, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+		Spec: entrySpec(cluster.Single, "cad", "clock-jump", 2*sec, 500*time.Millisecond, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "failover-double-grant", Source: "Redis Sentinel docs; Jepsen Redis 2013 (S6)", Story: "a second before the holder releases, the primary is cut off from its replicas, the sentinels and some clients; the release and the next grant happen on it, unreplicated; the sentinels promote a replica that never saw the key; a client acquires there while the first still holds",
-		Spec: entrySpec("sentinel", "cad", "partition-primary", 5*sec, 4*sec, 12*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+		Spec: entrySpec(cluster.Sentinel, "cad", "partition-primary", 5*sec, 4*sec, 12*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "split-brain", Source: "Jepsen Redis 2013 (S7)", Story: "the primary and some clients are partitioned from the majority; both sides grant the lock until the partition heals and the old primary is demoted",
-		Spec: entrySpec("sentinel", "cad", "split-brain", sec, 300*time.Millisecond, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+		Spec: entrySpec(cluster.Sentinel, "cad", "split-brain", sec, 300*time.Millisecond, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "failover-wait", Source: "Redis WAIT docs", Story: "as failover-double-grant, with WAIT 1 after each grant; unacknowledged grants are released unused",
-		Spec: entrySpec("sentinel", "wait", "partition-primary", 5*sec, 4*sec, 12*sec), Expect: Expect{Unsafe: true}, Compare: "failover-double-grant"},
+		Spec: entrySpec(cluster.Sentinel, "wait", "partition-primary", 5*sec, 4*sec, 12*sec), Expect: Expect{Unsafe: true}, Compare: "failover-double-grant"},
 	{Name: "redlock-clean", Source: "Redis distributed-lock page", Story: "Redlock over five nodes, no faults",
-		Spec: redlockSpec("none", 0), Expect: Expect{}},
+		Spec: redlockSpec("none"), Expect: Expect{}},
 	{Name: "redlock-partition-minority", Source: "Redis distributed-lock page", Story: "two of the five nodes are unreachable for some clients; a majority still decides",
-		Spec: redlockSpec("partition-minority", 0), Expect: Expect{}},
+		Spec: redlockSpec("partition-minority"), Expect: Expect{}},
 	{Name: "redlock-clock-jump", Source: "Kleppmann 2016 (S3)", Story: "A locks n1-n3 (n4, n5 unreachable for A); n3's clock jumps past the TTL; B locks n3-n5 (n1, n2 unreachable for B)",
-		Spec: redlockSpec("partition-majorities+clock-jump", 0), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+		Spec: redlockSpec("partition-majorities+clock-jump"), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "redlock-restart", Source: "Kleppmann 2016 (S4)", Story: "A locks n1-n3; n3 restarts without persistence; B locks n3-n5",
-		Spec: redlockSpec("partition-majorities+kill-node", 0), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+		Spec: redlockSpec("partition-majorities+kill-node"), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "redlock-delayed-restart", Source: "antirez 2016; Redis distributed-lock page", Story: "as redlock-restart, but n3 stays down longer than the TTL, as the page advises",
-		Spec: redlockSpec("partition-majorities+kill-node", 4*sec), Expect: Expect{}},
+		Spec: redlockSpec("partition-majorities+kill-node:delay=4s"), Expect: Expect{}},
 	{Name: "redsync-extend-after-expiry", Source: "go-redsync issue tracker (S11)", Story: "A (redsync with WithSetNXOnExtend) freezes past the TTL, B acquires and releases, A's Extend re-creates the keys and succeeds: A believed it held the lock throughout",
 		Spec: librarySpec("redsync:setnx-on-extend:tries=1", "pause-past-release"), Expect: Expect{Unsafe: true, Anomaly: checker.ForeignRelease}},
 	{Name: "redsync-quorum-loss", Source: "Kleppmann 2016; go-redsync", Story: "A wins with exactly a quorum; one of those nodes restarts empty; B gains a quorum",
 		Spec: librarySpec("redsync:tries=1", "partition-majorities+kill-node"), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "redlock-acquire-pause", Source: "Kleppmann 2016 (S5); antirez 2016", Story: "A freezes while its acquire replies are in flight, past the TTL; a correct validity computation rejects the late grant",
-		Spec: redlockSpec("pause-acquire", 0), Expect: Expect{}},
+		Spec: redlockSpec("pause-acquire"), Expect: Expect{}},
 }
 
 // Lookup finds a catalog entry by name, or lists the valid names.

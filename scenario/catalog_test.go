@@ -4,7 +4,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
@@ -82,16 +81,6 @@ func TestFailoverDoubleGrant(t *testing.T) {
 }
 
 func TestSplitBrain(t *testing.T) { runEntry(t, "split-brain", 1) }
-
-// Without faults the sentinel topology is a correct lock service.
-func TestSentinelWithoutFaultsIsValid(t *testing.T) {
-	if _, err := exec.LookPath("redis-sentinel"); err != nil {
-		t.Skip("redis-sentinel not installed; run `make setup`")
-	}
-	s := spec("cad", "none", 5*time.Second, 1)
-	s.Topology = "sentinel"
-	wantValid(t, run(t, s))
-}
 
 // Redlock both ways: a node that restarts empty hands a second client a
 // majority; one that stays down past the TTL does not.

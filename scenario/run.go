@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/history"
-	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -50,18 +50,11 @@ const (
 // everything, checks what it recorded and writes results.json, with the
 // verdict unknown. The error is for the harness's own failures.
 func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
-	if spec.Name == "" {
-		spec.Name = spec.DefaultName()
-	}
-	if err := spec.Validate(); err != nil {
+	plan, err := spec.Resolve()
+	if err != nil {
 		return Outcome{}, err
 	}
-	if spec.Backend == cluster.BackendDocker && spec.Image == "" {
-		// Recorded, so results.json says which server was tested.
-		spec.Image = cluster.DefaultImage
-	}
-	recipe, _, _ := locks.ParseLock(spec.Lock)
-	nemesis, _ := faults.Lookup(spec.Nemesis)
+	spec = plan.Spec
 	dir, err := reports.NewRunDir(opt.Store, spec.Name, time.Now())
 	if err != nil {
 		return Outcome{}, err
@@ -88,7 +81,7 @@ func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 	defer histFile.Close()
 	rec := history.NewRecorder(histFile)
 
-	runErr := drive(ctx, spec, opt, recipe, nemesis, dir, rec, logw, logf)
+	runErr := drive(ctx, plan, opt, dir, rec, logw, logf)
 	if runErr != nil {
 		logf("harness error: %v", runErr)
 	}
@@ -115,77 +108,104 @@ func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 	return out, runErr
 }
 
+// rig is a started run: the topology, its network, the clients and what
+// faults act on.
+type rig struct {
+	cl   *cluster.Cluster
+	net  *faults.Network
+	work *workloads.Mutex
+	env  *faults.Env
+	// stopWork ends the workload once (the close does it too).
+	stopWork func() error
+}
+
+// startRig starts the plan's topology, one link per client and node, and
+// the workers. On error, whatever started is stopped again; otherwise
+// close stops everything.
+func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any)) (r *rig, err error) {
+	spec, cl := plan.Spec, plan.Cluster
+	r = &rig{cl: cl, net: faults.NewNetwork()}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	if err := cl.Start(ctx, filepath.Join(dir, "nodes"), r.net.Proxy); err != nil {
+		return r, err
+	}
+	// Slot Clients is the closing liveness check's own client. Every client
+	// reaches every node and sentinel through links of its own.
+	access := make([]cluster.ClientAccess, spec.Clients+1)
+	for slot := range access {
+		if access[slot], err = cl.ConnectClient(slot); err != nil {
+			return r, err
+		}
+	}
+	workerBin := opt.WorkerBin
+	if workerBin == "" {
+		if workerBin, err = os.Executable(); err != nil {
+			return r, err
+		}
+	}
+	spawn := func(slot int) *exec.Cmd {
+		args := []string{"worker", "--lock", spec.Lock, "--op-timeout", spec.OpTimeout.String()}
+		return exec.Command(workerBin, append(args, workerArgs(access[slot])...)...)
+	}
+	r.work, err = workloads.StartMutex(workloads.MutexConfig{
+		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed,
+		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends,
+		Spawn: spawn, Rec: rec, Stderr: logw,
+	})
+	if err != nil {
+		return r, err
+	}
+	r.stopWork = sync.OnceValue(r.work.Stop)
+	r.env = &faults.Env{Cluster: cl, Net: r.net, Clients: r.work, Rec: rec, NumClients: spec.Clients,
+		TTL: spec.TTL.D(), Hold: spec.Hold.D(), Log: logf}
+	return r, nil
+}
+
+// close stops the workers, the topology and the network, in that order.
+func (r *rig) close() {
+	if r.stopWork != nil {
+		r.stopWork()
+	}
+	r.cl.Close()
+	r.net.Close()
+}
+
 // drive runs the topology, workload and nemesis, and always stops them.
-func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nemesis []faults.Group,
-	dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any)) error {
+func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any)) error {
+	spec := plan.Spec
 	where := spec.Backend + " backend"
 	if spec.Image != "" {
 		where += ", image " + spec.Image
 	}
 	logf("starting %s topology (%s) in %s", spec.Topology, where, dir)
-	net := faults.NewNetwork()
-	defer net.Close()
-	cl, err := cluster.Start(ctx, cluster.Spec{Topology: spec.Topology, Backend: spec.Backend, Image: spec.Image,
-		Persistence: spec.Persistence, Dir: filepath.Join(dir, "nodes"), Link: net.Proxy, Nodes: spec.Nodes,
-		Clock: faults.NeedsClock(nemesis)})
+	r, err := startRig(ctx, plan, opt, dir, rec, logw, logf)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-
-	// Slot Clients is the closing liveness check's own client. Every client
-	// reaches every node and sentinel through a link of its own.
-	for slot := 0; slot <= spec.Clients; slot++ {
-		for _, n := range append(append([]cluster.Node(nil), cl.Nodes...), cl.Sentinels...) {
-			if _, err := net.Link(clientLink(slot, n.Name()), n.Addr()); err != nil {
-				return err
-			}
-		}
-	}
-	clientLinks := func(slot int) []*faults.Link { return net.Links(fmt.Sprintf("c%d-", slot)) }
-
-	workerBin := opt.WorkerBin
-	if workerBin == "" {
-		if workerBin, err = os.Executable(); err != nil {
-			return err
-		}
-	}
-	spawn := func(slot int) *exec.Cmd {
-		args := []string{"worker", "--lock", spec.Lock, "--op-timeout", spec.OpTimeout.String()}
-		return exec.Command(workerBin, append(args, workerTarget(cl, net, slot)...)...)
-	}
-	work, err := workloads.StartMutex(workloads.MutexConfig{
-		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed,
-		Fenced: recipe.Name == "fenced", RecipePoints: recipe.Points, Extend: recipe.Extends,
-		Spawn: spawn, Rec: rec, Stderr: logw,
-	})
-	if err != nil {
-		return err
-	}
-	stopWork := sync.OnceValue(work.Stop)
-	defer stopWork()
+	defer r.close()
 	logf("%d clients running %s against %s for %v, nemesis %s", spec.Clients, spec.Lock, spec.Key, spec.TimeLimit, spec.Nemesis)
 
-	env := &faults.Env{Cluster: cl, Net: net, Clients: work, Rec: rec, NumClients: spec.Clients,
-		ClientLinks: clientLinks, TTL: spec.TTL.D(), Hold: spec.Hold.D(), RestartDelay: spec.RestartDelay.D(), Log: logf,
-		ClientLink: func(slot int, node string) *faults.Link { return net.Get(clientLink(slot, node)) }}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
-	faults.WatchRoles(watchCtx, cl, rec, logf)
+	faults.WatchRoles(watchCtx, r.cl, rec, logf)
 	nctx, cancel := context.WithTimeout(ctx, spec.TimeLimit.D())
 	defer cancel()
-	sched := faults.Schedule{Groups: nemesis, Seed: spec.Seed, MinGap: min(spec.TTL.D()/2, time.Second), MaxGap: min(spec.TTL.D(), 2*time.Second)}
+	sched := faults.Schedule{Groups: plan.Nemesis, Seed: spec.Seed, MinGap: min(spec.TTL.D()/2, time.Second), MaxGap: min(spec.TTL.D(), 2*time.Second)}
 	if spec.Interval > 0 {
 		sched.MinGap, sched.MaxGap = spec.Interval.D()/2, spec.Interval.D()*3/2
 	}
-	nemesisErr := sched.Run(nctx, env)
+	nemesisErr := sched.Run(nctx, r.env)
 	<-nctx.Done()
 
-	net.HealAll()
-	if err := stopWork(); err != nil {
+	r.net.HealAll()
+	if err := r.stopWork(); err != nil {
 		return err
 	}
-	if err := cl.Settle(ctx, 30*time.Second); err != nil && ctx.Err() == nil {
+	if err := r.cl.Settle(ctx, 30*time.Second); err != nil && ctx.Err() == nil {
 		logf("warning: the topology did not settle after the heal: %v", err)
 	}
 	if nemesisErr != nil {
@@ -196,7 +216,7 @@ func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nem
 	}
 	logf("%7.3fs  healed; liveness check after %v of quiet", rec.Now().Seconds(), quiet)
 	time.Sleep(quiet)
-	ok, err := work.FinalAcquire(spec.TTL.D() + margin)
+	ok, err := r.work.FinalAcquire(spec.TTL.D() + margin)
 	if err != nil {
 		return err
 	}
@@ -204,31 +224,28 @@ func drive(ctx context.Context, spec Spec, opt Options, recipe locks.Recipe, nem
 	return nil
 }
 
-func clientLink(slot int, node string) string { return fmt.Sprintf("c%d-%s", slot, node) }
-
-// workerTarget is how a worker in slot reaches the lock service: its own
-// link to the single node, or the sentinels through its own links, with
-// every node's internal address mapped to the slot's link to that node.
-func workerTarget(cl *cluster.Cluster, net *faults.Network, slot int) []string {
-	link := func(node string) string { return net.Get(clientLink(slot, node)).Addr() }
+// workerArgs tells a worker how to reach the lock service: through the
+// sentinels, to one node, or to every independent node, each address the
+// worker's own link.
+func workerArgs(a cluster.ClientAccess) []string {
+	var args []string
 	switch {
-	case cl.Topology == "redlock":
-		var addrs []string
-		for _, n := range cl.Nodes {
-			addrs = append(addrs, link(n.Name()))
+	case a.Master != "":
+		args = []string{"--master", a.Master, "--sentinels", strings.Join(a.Sentinels, ",")}
+	case len(a.Nodes) == 1:
+		args = []string{"--addr", a.Nodes[0]}
+	default:
+		args = []string{"--addrs", strings.Join(a.Nodes, ",")}
+	}
+	if len(a.Dial) > 0 {
+		var pairs []string
+		for from, to := range a.Dial {
+			pairs = append(pairs, from+"="+to)
 		}
-		return []string{"--addrs", strings.Join(addrs, ",")}
-	case len(cl.Sentinels) == 0:
-		return []string{"--addr", link(cl.Nodes[0].Name())}
+		sort.Strings(pairs)
+		args = append(args, "--map", strings.Join(pairs, ","))
 	}
-	var sentinels, dial []string
-	for _, s := range cl.Sentinels {
-		sentinels = append(sentinels, link(s.Name()))
-	}
-	for _, n := range cl.Nodes {
-		dial = append(dial, cl.Internal[n.Name()]+"="+link(n.Name()))
-	}
-	return []string{"--master", cl.Master, "--sentinels", strings.Join(sentinels, ","), "--map", strings.Join(dial, ",")}
+	return args
 }
 
 // syncWriter serialises writes from workers' stderr and the harness's log.

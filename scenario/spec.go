@@ -1,12 +1,16 @@
-// Package scenario describes one run (a Spec) and glues it together: start
-// the topology, the network and the workers, run the seeded nemesis, close
-// with a heal and a liveness check, check the history, write the results.
+// Package scenario describes one run (a Spec), resolves it once into what
+// the run needs (a Plan: the planned topology, the lock with its options,
+// the nemesis with its faults' options), and glues a run together: start the
+// topology, the network and the workers, run the seeded nemesis, close with a
+// heal and a liveness check, check the history, write the results. It also
+// holds the named catalog and the suites.
 package scenario
 
 import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -26,62 +30,130 @@ type Spec struct {
 	Topology string `json:"topology"`
 	Backend  string `json:"backend"`
 	// Image is the docker backend's node image (empty: cluster.DefaultImage).
-	Image    string `json:"image,omitempty"`
+	Image string `json:"image,omitempty"`
+	// Lock is the recipe and its options (redsync:tries=1).
 	Lock     string `json:"lock"`
 	Workload string `json:"workload"`
-	Nemesis  string `json:"nemesis"`
+	// Nemesis is the fault list with the faults' options.
+	Nemesis string `json:"nemesis"`
 	// Interval is the mean quiet time between faults (0: from the TTL).
 	Interval Duration `json:"nemesis_interval,omitempty"`
 	Clients  int      `json:"clients"`
-	// Nodes is the number of independent nodes of a redlock topology.
-	Nodes int `json:"nodes,omitempty"`
-	// RestartDelay is how long kill-node keeps a node down (0: 0-100 ms).
-	RestartDelay Duration `json:"restart_delay,omitempty"`
-	TTL          Duration `json:"ttl"`
-	Hold         Duration `json:"hold"`
-	TimeLimit    Duration `json:"time_limit"`
-	OpTimeout    Duration `json:"op_timeout"`
-	Persistence  string   `json:"persistence"`
-	Seed         int64    `json:"seed"`
-	Key          string   `json:"key"`
+	// Nodes is the topology's number of nodes (0: its own size).
+	Nodes       int      `json:"nodes,omitempty"`
+	TTL         Duration `json:"ttl"`
+	Hold        Duration `json:"hold"`
+	TimeLimit   Duration `json:"time_limit"`
+	OpTimeout   Duration `json:"op_timeout"`
+	Persistence string   `json:"persistence"`
+	Seed        int64    `json:"seed"`
+	Key         string   `json:"key"`
 }
 
 // Defaults is the spec `harness run` starts from.
 func Defaults() Spec {
 	return Spec{
-		Topology: "single", Backend: "local", Lock: "cad", Workload: "mutex", Nemesis: faults.None,
+		Topology: cluster.Single, Backend: cluster.BackendLocal, Lock: "cad", Workload: "mutex", Nemesis: faults.None,
 		Clients: 4, TTL: Duration(2 * time.Second), Hold: Duration(300 * time.Millisecond),
 		TimeLimit: Duration(10 * time.Second), OpTimeout: Duration(500 * time.Millisecond),
 		Persistence: cluster.PersistNone, Key: "lock:orders",
 	}
 }
 
-// DefaultName names a run after what it tests.
-func (s Spec) DefaultName() string {
-	return fmt.Sprintf("%s-%s-%s", s.Topology, s.Lock, strings.ReplaceAll(s.Nemesis, ",", "_"))
+// RegisterFlags binds every field of the spec to a flag of fs, each
+// defaulting to the spec's current value. `harness run` parses its command
+// line with them and Command writes them back, so the two cannot drift.
+func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&s.Topology, "topology", s.Topology, "topology: "+strings.Join(cluster.Topologies, ", "))
+	fs.StringVar(&s.Backend, "backend", s.Backend, "where nodes run: "+strings.Join(cluster.Backends, ", "))
+	fs.StringVar(&s.Image, "image", s.Image, "the docker backend's node `image`, which must have redis-server on its PATH (default "+cluster.DefaultImage+", built by make docker-image)")
+	fs.StringVar(&s.Lock, "lock", s.Lock, "lock recipe and its options (redsync:tries=1): "+strings.Join(locks.Names(), ", "))
+	fs.StringVar(&s.Nemesis, "nemesis", s.Nemesis, "faults, comma-separated (the schedule picks one at a time) or joined by + (injected together), each with options after a colon (kill-node:delay=4s): "+strings.Join(faults.Names(), ", "))
+	fs.Var(&s.Interval, "nemesis-interval", "mean quiet time between faults, drawn from [D/2, 3D/2] (default: from the TTL)")
+	fs.StringVar(&s.Workload, "workload", s.Workload, "what clients do: "+strings.Join(Workloads, ", "))
+	fs.IntVar(&s.Clients, "clients", s.Clients, "number of concurrent lock clients")
+	fs.IntVar(&s.Nodes, "nodes", s.Nodes, fmt.Sprintf("nodes of a topology whose size can be chosen (redlock: default %d)", cluster.DefaultRedlockNodes))
+	fs.Var(&s.TimeLimit, "time-limit", "how long clients run under faults")
+	fs.Var(&s.TTL, "ttl", "lock lease time")
+	fs.Var(&s.Hold, "hold", "how long a client holds the lock after its write")
+	fs.Var(&s.OpTimeout, "op-timeout", "timeout of each Redis command")
+	fs.StringVar(&s.Persistence, "persistence", s.Persistence, "node persistence: "+strings.Join(cluster.Persistences, ", "))
+	fs.StringVar(&s.Key, "key", s.Key, "the lock's key")
+	fs.Int64Var(&s.Seed, "seed", s.Seed, "seed for every random choice; any number, 0 included (default: drawn from the clock and printed)")
+	fs.StringVar(&s.Name, "name", s.Name, "scenario name for the run directory (default topology-lock-nemesis)")
 }
 
-// Validate reports every problem with the spec, each naming the bad value
-// and the valid ones.
-func (s Spec) Validate() error {
+// unsetWhenZero are the spec flags whose zero value means "not set"; the
+// re-run command leaves them out.
+var unsetWhenZero = map[string]bool{"image": true, "nodes": true, "nemesis-interval": true}
+
+// Command is the `harness run` command line that repeats this run
+// exactly: every spec flag, in the order `harness run --help` lists them.
+func (s Spec) Command() string {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	c := s
+	c.RegisterFlags(fs)
+	parts := []string{"harness run"}
+	fs.VisitAll(func(f *flag.Flag) {
+		v := f.Value.String()
+		if v == "" || unsetWhenZero[f.Name] && (v == "0" || v == "0s") {
+			return
+		}
+		parts = append(parts, "--"+f.Name, shellQuote(v))
+	})
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:,+=/@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// DefaultName names a run after what it tests, in characters a directory
+// name and a URL take as they are.
+func (s Spec) DefaultName() string {
+	clean := strings.NewReplacer(",", "_", ":", "-", "=", "", "/", "-", " ", "")
+	return clean.Replace(fmt.Sprintf("%s-%s-%s", s.Topology, s.Lock, s.Nemesis))
+}
+
+// Plan is a spec resolved once: every name looked up, every option parsed,
+// every default filled in. Nothing in it has started.
+type Plan struct {
+	// Spec is the spec with its defaults filled in and its lock and nemesis
+	// spelled canonically: what results.json records.
+	Spec    Spec
+	Cluster *cluster.Cluster
+	Lock    locks.Lock
+	Nemesis faults.Nemesis
+}
+
+// Resolve checks the spec and resolves it into a Plan. The error reports
+// every problem, each naming the bad value and the valid ones.
+func (s Spec) Resolve() (Plan, error) {
 	var errs []error
-	errs = append(errs, cluster.Spec{Topology: s.Topology, Backend: s.Backend, Image: s.Image, Persistence: s.Persistence}.Validate())
-	if r, _, err := locks.ParseLock(s.Lock); err != nil {
+	p := Plan{}
+	nemesis, nemesisErr := faults.Parse(s.Nemesis)
+	cl, err := cluster.New(cluster.Spec{Topology: s.Topology, Backend: s.Backend, Image: s.Image, Persistence: s.Persistence,
+		Nodes: s.Nodes, Clock: nemesis.NeedsClock()})
+	errs = append(errs, err)
+	if p.Lock, err = locks.ParseLock(s.Lock); err != nil {
 		errs = append(errs, err)
-	} else if !r.Supports(s.Topology) {
-		errs = append(errs, fmt.Errorf("lock %s does not run on topology %s", s.Lock, s.Topology))
+	} else if cl != nil && !p.Lock.Supports(cl.Topology) {
+		errs = append(errs, fmt.Errorf("lock %s does not run on topology %s (it runs on %s)", p.Lock.Name, cl.Topology, strings.Join(p.Lock.Topologies, ", ")))
 	}
-	if s.Topology == "redlock" && s.Nodes != 0 && s.Nodes < 3 {
-		errs = append(errs, fmt.Errorf("a redlock topology needs at least 3 nodes, got %d", s.Nodes))
-	}
-	if fs, err := faults.Lookup(s.Nemesis); err != nil {
-		errs = append(errs, err)
-	} else {
-		errs = append(errs, faults.Check(fs, s.Topology))
+	if p.Nemesis = nemesis; nemesisErr != nil {
+		errs = append(errs, nemesisErr)
+	} else if cl != nil {
+		errs = append(errs, p.Nemesis.Available(cl))
 	}
 	errs = append(errs, cluster.OneOf("workload", s.Workload, Workloads))
 	if s.Clients < 1 {
 		errs = append(errs, fmt.Errorf("clients must be at least 1, got %d", s.Clients))
+	} else {
+		errs = append(errs, clientsFit(s.Clients, cl))
 	}
 	for _, d := range []struct {
 		name string
@@ -103,7 +175,27 @@ func (s Spec) Validate() error {
 	if s.Key == "" {
 		errs = append(errs, errors.New("key must not be empty"))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return Plan{}, err
+	}
+	// Every default filled in, so that the recorded spec and its re-run
+	// command say exactly what ran.
+	s.Lock, s.Nemesis = p.Lock.String(), p.Nemesis.String()
+	s.Nodes = len(cl.NodeNames())
+	if s.Backend == cluster.BackendDocker && s.Image == "" {
+		s.Image = cluster.DefaultImage
+	}
+	if s.Name == "" {
+		s.Name = s.DefaultName()
+	}
+	p.Spec, p.Cluster = s, cl
+	return p, nil
+}
+
+// Validate reports every problem with the spec (see Resolve).
+func (s Spec) Validate() error {
+	_, err := s.Resolve()
+	return err
 }
 
 // Line is the spec on one line, for summaries.
@@ -116,35 +208,24 @@ func (s Spec) Line() string {
 	return line
 }
 
-// Command is the `harness run` command line that repeats this run exactly.
-func (s Spec) Command() string {
-	extra := ""
-	if s.Backend != "" && s.Backend != cluster.BackendLocal {
-		extra += " --backend " + s.Backend
-	}
-	if s.Image != "" {
-		extra += " --image " + s.Image
-	}
-	if s.Nodes != 0 {
-		extra += fmt.Sprintf(" --nodes %d", s.Nodes)
-	}
-	if s.Interval != 0 {
-		extra += fmt.Sprintf(" --nemesis-interval %v", s.Interval)
-	}
-	if s.RestartDelay != 0 {
-		extra += fmt.Sprintf(" --restart-delay %v", s.RestartDelay)
-	}
-	return fmt.Sprintf("harness run --topology %s --lock %s --nemesis %s --clients %d --ttl %v --hold %v --time-limit %v --op-timeout %v --persistence %s%s --seed %d --name %s",
-		s.Topology, s.Lock, s.Nemesis, s.Clients, s.TTL, s.Hold, s.TimeLimit, s.OpTimeout, s.Persistence, extra, s.Seed, s.Name)
-}
-
-// Duration is a time.Duration written as "1.5s" in JSON.
+// Duration is a time.Duration written as "1.5s" in JSON and on the command
+// line.
 type Duration time.Duration
 
 func (d Duration) String() string { return time.Duration(d).String() }
 
 // D is the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Set parses a flag's value.
+func (d *Duration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like 500ms or 10s", s)
+	}
+	*d = Duration(v)
+	return nil
+}
 
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 

@@ -56,15 +56,19 @@ func catalogRuns(seeds int) []Planned {
 }
 
 // randomRuns pairs every topology with every recipe that runs on it, under
-// a mix of two or three faults that apply there, drawn from a fixed seed so
+// a mix of two or three faults available there, drawn from a fixed seed so
 // the suite is the same every time.
 func randomRuns(seeds int) []Planned {
 	rng := rand.New(rand.NewSource(20261129))
 	var out []Planned
 	for _, topology := range cluster.Topologies {
+		cl, err := cluster.New(cluster.Spec{Topology: topology, Backend: cluster.BackendLocal})
+		if err != nil {
+			continue
+		}
 		var names []string
 		for _, f := range faults.Registry {
-			if faults.Check([]faults.Group{{f}}, topology) == nil {
+			if f.Available(cl) == nil {
 				names = append(names, f.Name)
 			}
 		}
@@ -89,31 +93,37 @@ func randomRuns(seeds int) []Planned {
 	return out
 }
 
-// libraries are the imported locks the libs suite scores, each on the
-// topology it is built for.
-var libraries = []struct{ lock, topology string }{
-	{"redsync", "redlock"}, {"redislock", "single"}, {"rueidislock", "single"},
-}
+// libraryFaults are the faults the libs scorecard scores each library
+// under, where its topology offers them.
+var libraryFaults = []string{"none", "partition", "pause-client", "kill-node", "clock-jump", "failover"}
 
-// libraryRuns is the libs scorecard: every library under no fault (which
-// must be safe) and under each fault its topology supports (which explore:
-// the scorecard counts what they found).
+// libraryRuns is the libs scorecard: every library recipe (Recipe.Library)
+// on the topology it is built for, under no fault (which must be safe) and
+// under each scored fault available there (which explore: the scorecard
+// counts what they found).
 func libraryRuns(seeds int) []Planned {
 	var out []Planned
-	for _, lib := range libraries {
-		for _, nemesis := range []string{"none", "partition", "pause-client", "kill-node", "clock-jump", "failover"} {
-			groups, err := faults.Lookup(nemesis)
-			if err != nil || faults.Check(groups, lib.topology) != nil {
+	for _, r := range locks.Recipes {
+		if r.Library == "" {
+			continue
+		}
+		topology := r.Topologies[0]
+		cl, err := cluster.New(cluster.Spec{Topology: topology, Backend: cluster.BackendLocal})
+		if err != nil {
+			continue
+		}
+		for _, nemesis := range libraryFaults {
+			if f, ok := faults.Lookup(nemesis); ok && f.Available(cl) != nil {
 				continue // failover only where the topology has one
 			}
 			s := Defaults()
-			s.Topology, s.Lock, s.Nemesis, s.TTL = lib.topology, lib.lock, nemesis, Duration(time.Second)
-			row := lib.lock + " × " + nemesis
-			s.Name = "libs-" + lib.lock + "-" + nemesis
+			s.Topology, s.Lock, s.Nemesis, s.TTL = topology, r.Name, nemesis, Duration(time.Second)
+			row := r.Name + " × " + nemesis
+			s.Name = "libs-" + r.Name + "-" + nemesis
 			for seed := 1; seed <= seeds; seed++ {
 				s.Seed = int64(seed)
 				p := Planned{Row: row, Spec: s}
-				if nemesis == "none" {
+				if nemesis == faults.None {
 					p.Expect = &Expect{}
 				}
 				out = append(out, p)
@@ -165,6 +175,7 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 			suite.Missed++
 		default:
 			cell.Verdict, cell.Anomalies = out.Results.Valid.String(), out.Results.Anomalies
+			cell.Narrative = reports.FirstFindings(out.Results)
 			if p.Expect == nil {
 				suite.Explored++
 				outcome = "explored"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"sort"
 	"sync"
 	"time"
 
@@ -41,6 +42,7 @@ type Mutex struct {
 
 	mu       sync.Mutex
 	arms     []*freezeArm
+	frozen   map[int]bool // slots a fault froze and has not thawed
 	granted  []chan int
 	released []chan int
 	errs     []error
@@ -53,7 +55,7 @@ type freezeArm struct {
 
 // StartMutex starts one worker per client and their loops.
 func StartMutex(cfg MutexConfig) (*Mutex, error) {
-	m := &Mutex{cfg: cfg, res: NewResource(cfg.Rec, cfg.Fenced), stopping: make(chan struct{})}
+	m := &Mutex{cfg: cfg, res: NewResource(cfg.Rec, cfg.Fenced), stopping: make(chan struct{}), frozen: map[int]bool{}}
 	m.env = &clientEnv{rec: cfg.Rec, spawn: cfg.Spawn, stderr: cfg.Stderr, onPaused: m.onPaused}
 	var clients []*Client
 	for i := 0; i < cfg.Clients; i++ {
@@ -209,7 +211,15 @@ func (m *Mutex) Freeze(ctx context.Context, point string) (client int, resume, k
 	m.mu.Unlock()
 	select {
 	case f := <-arm.got:
-		return f.c.Slot, f.resume, f.kill, nil
+		slot := f.c.Slot
+		m.setFrozen(slot, true)
+		thaw := func(do func() error) func() error {
+			return func() error {
+				defer m.setFrozen(slot, false)
+				return do()
+			}
+		}
+		return slot, thaw(f.resume), thaw(f.kill), nil
 	case <-ctx.Done():
 		m.mu.Lock()
 		for i, a := range m.arms {
@@ -226,6 +236,29 @@ func (m *Mutex) Freeze(ctx context.Context, point string) (client int, resume, k
 		}
 		return 0, nil, nil, ctx.Err()
 	}
+}
+
+func (m *Mutex) setFrozen(slot int, frozen bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if frozen {
+		m.frozen[slot] = true
+	} else {
+		delete(m.frozen, slot)
+	}
+}
+
+// Frozen lists the slots that a fault froze (Freeze) and has not yet
+// resumed or killed.
+func (m *Mutex) Frozen() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []int
+	for slot := range m.frozen {
+		out = append(out, slot)
+	}
+	sort.Ints(out)
+	return out
 }
 
 // RecipePoint is where kill-client strikes: inside the recipe if it has a

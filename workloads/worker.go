@@ -37,7 +37,7 @@ type worker struct {
 // RunWorker serves requests from in until it is closed. It is the body of
 // the hidden `harness worker` command.
 func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
-	recipe, _, err := locks.ParseLock(cfg.Lock)
+	lock, err := locks.ParseLock(cfg.Lock)
 	if err != nil {
 		return err
 	}
@@ -47,8 +47,8 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 			c.Close()
 		}
 	}()
-	w := &worker{out: json.NewEncoder(out), leases: map[string]locks.Lease{}, recipe: recipe.Name}
-	w.locker = recipe.New(locks.Config{
+	w := &worker{out: json.NewEncoder(out), leases: map[string]locks.Lease{}, recipe: lock.Name}
+	w.locker = lock.NewLocker(locks.Config{
 		Client:    clients[0],
 		Nodes:     clients,
 		OpTimeout: cfg.OpTimeout,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -27,29 +26,28 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 // results.json (and, for report, the plots and pages) beside it. check exits
 // with the verdict; report exits 0 once everything is written.
 func recheck(name string, args []string, stdout, stderr io.Writer, render bool) int {
-	fset := flag.NewFlagSet(name, flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	timeout := fset.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
-	fset.Usage = func() {
-		if render {
-			fmt.Fprintf(stderr, "Usage: harness report [flags] DIR\n\nRe-checks DIR/history.jsonl and regenerates results.json, linear.html, the plots\nand index.html in DIR.\n\nFlags:\n")
-		} else {
-			fmt.Fprintf(stderr, "Usage: harness check [flags] PATH\n\nPATH is a run directory or a history.jsonl (see docs/history.md). Writes\nresults.json (and linear.html when the check fails) beside the history and exits\n0 valid, 1 invalid, 2 unknown, 255 when the input is malformed.\n\nFlags:\n")
-		}
-		fset.PrintDefaults()
+	c := newCommand(name, "PATH [flags]", "PATH is a run directory or a history.jsonl (see docs/history.md). Checks the\n"+
+		"history with porcupine's lease-lock model and the audits, writes results.json\n"+
+		"(and linear.html when the check fails) beside it and exits 0 valid, 1 invalid,\n"+
+		"2 unknown (an empty history is no evidence), 255 when the input is malformed.")
+	if render {
+		c = newCommand(name, "DIR [flags]", "Re-checks DIR/history.jsonl and regenerates results.json, linear.html, the plots\n"+
+			"and index.html in DIR. Exits 0 once everything is written.")
 	}
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitHarness
+	timeout := c.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
+	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human summary goes to stderr)")
+	pos, code, ok := c.parse(args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if fset.NArg() != 1 {
-		fmt.Fprintf(stderr, "harness %s: want exactly one path, got %d\n", name, fset.NArg())
-		fset.Usage()
-		return exitHarness
+	if len(pos) != 1 {
+		return c.fail(stderr, "want exactly one path, got %d", len(pos))
 	}
-	dir, histPath, err := locateHistory(fset.Arg(0))
+	human := stdout
+	if *asJSON {
+		human = stderr
+	}
+	dir, histPath, err := locateHistory(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 		return exitHarness
@@ -79,9 +77,12 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 		return exitHarness
 	}
-	reports.Summary(stdout, "lockharness "+name+" "+histPath, specLine(res), res, dir)
+	reports.Summary(human, "lockharness "+name+" "+histPath, specLine(res), res, dir)
+	if *asJSON {
+		printJSON(stdout, runSummary(dir, res))
+	}
 	if render {
-		fmt.Fprintf(stdout, "  report      %s\n", filepath.Join(dir, "index.html"))
+		fmt.Fprintf(human, "  report      %s\n", filepath.Join(dir, "index.html"))
 		return 0
 	}
 	return res.Valid.ExitCode()

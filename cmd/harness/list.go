@@ -4,38 +4,85 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 
+	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/scenario"
 )
 
-// cmdList prints the catalog, the recipes and the faults, one line each.
+// cmdList prints the topologies, the catalog, the recipes and the faults.
+// Where a fault applies is what the topology answers when the fault asks
+// (Fault.Available), the same answer that refuses a run up front.
 func cmdList(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "harness list: takes no arguments, got %q\n", args[0])
-		return exitHarness
+	c := newCommand("list", "", "Lists the topologies, the scenario catalog, the lock recipes with their options,\n"+
+		"and the faults with the topologies they apply to and their options.")
+	pos, code, ok := c.parse(args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	fmt.Fprintln(stdout, "Scenarios (harness repro NAME):")
+	if len(pos) > 0 {
+		return c.fail(stderr, "takes no arguments, got %q", pos[0])
+	}
+	planned := map[string]*cluster.Cluster{}
+	for _, t := range cluster.Topologies {
+		if cl, err := cluster.New(cluster.Spec{Topology: t, Backend: cluster.BackendLocal}); err == nil {
+			planned[t] = cl
+		}
+	}
+
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "Topologies (--topology NAME):")
+	for _, t := range cluster.Topologies {
+		var caps []string
+		for _, cp := range planned[t].Capabilities() {
+			caps = append(caps, string(cp))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t, orDash(strings.Join(caps, ",")), cluster.Summary(t))
+	}
+	fmt.Fprintln(tw, "\nScenarios (harness repro NAME):")
 	for _, e := range scenario.Catalog {
 		s := e.Spec
-		fmt.Fprintf(stdout, "  %-28s %-9s %-12s %-34s %-30s %s\n", e.Name, s.Topology, s.Lock, s.Nemesis, e.Expect, e.Source)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Name, s.Topology, s.Lock, s.Nemesis, e.Expect, e.Source)
 	}
-	fmt.Fprintln(stdout, "\nLocks (--lock NAME):")
+	fmt.Fprintln(tw, "\nLocks (--lock NAME or NAME:OPTION,...):")
 	for _, r := range locks.Recipes {
-		tops := r.Topologies
-		if len(tops) == 0 {
-			tops = []string{"single", "sentinel"}
-		}
-		fmt.Fprintf(stdout, "  %-12s %-18s %s\n", r.Name, strings.Join(tops, ","), r.Summary)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.Name, strings.Join(r.Topologies, ","), r.Summary)
+		printOptions(tw, r.Options)
 	}
-	fmt.Fprintln(stdout, "\nFaults (--nemesis a,b or a+b to inject together):")
+	fmt.Fprintln(tw, "\nFaults (--nemesis a,b or a+b to inject together; options after a colon), where they apply, what they need:")
 	for _, f := range faults.Registry {
-		tops := "any"
-		if len(f.Topologies) > 0 {
-			tops = strings.Join(f.Topologies, ",")
+		var where []string
+		for _, t := range cluster.Topologies {
+			if f.Available(planned[t]) == nil {
+				where = append(where, t)
+			}
 		}
-		fmt.Fprintf(stdout, "  %-22s %-9s %s\n", f.Name, tops, f.Summary)
+		var needs []string
+		for _, n := range f.Needs {
+			needs = append(needs, string(n))
+		}
+		if f.NeedsClock {
+			needs = append(needs, "clock shim")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", f.Name, strings.Join(where, ","), orDash(strings.Join(needs, ",")), f.Summary)
+		printOptions(tw, f.Options)
 	}
+	tw.Flush()
 	return 0
+}
+
+func printOptions(w io.Writer, specs []options.Spec) {
+	for _, o := range specs {
+		fmt.Fprintf(w, "    :%s\t\t\t%s\n", o, o.Summary)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

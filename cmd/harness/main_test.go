@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,31 +15,120 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 	}{
 		{[]string{"run", "--lock", "nosuch"}, `unknown lock "nosuch" (valid: cad, del, fenced, naive, redislock, redlock, redsync, renew, rueidislock, wait)`},
 		{[]string{"run", "--nemesis", "nosuch"}, `unknown nemesis "nosuch" (valid: clock-jump, clock-strobe, failover, kill-client, kill-node`},
+		{[]string{"run", "--nemesis", "kill-node:delay=soon"}, `option delay=soon: want a duration like 500ms or 4s (valid: delay=D, node=holder|random|NAME)`},
+		{[]string{"run", "--nemesis", "partition-primary"}, `nemesis partition-primary: topology single has no replication`},
 		{[]string{"run", "--topology", "ring"}, `unknown topology "ring" (valid: single, sentinel, redlock)`},
 		{[]string{"run", "--persistence", "rdb"}, `unknown persistence "rdb" (valid: none, aof-always)`},
 		{[]string{"run", "--ttl", "soon"}, `"soon" is not a duration`},
-		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, suite, list, check, report, serve, help)`},
+		{[]string{"run", "--bogus"}, `flag provided but not defined: -bogus`},
+		{[]string{"run", "--clients", "100000"}, `--clients 100000 is more than this machine can run`},
+		{[]string{"run", "extra"}, `unexpected argument "extra"`},
+		{[]string{"repro", "nosuch"}, `unknown scenario "nosuch" (valid:`},
+		{[]string{"repro"}, `which scenario? valid: clean-cad`},
+		{[]string{"suite", "weekly"}, `unknown suite "weekly" (valid: quick, full, libs)`},
+		{[]string{"check"}, `want exactly one path, got 0`},
+		{[]string{"list", "extra"}, `takes no arguments`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, suite, list, check, report, serve, version, help)`},
+		{nil, "Usage:"},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer
 		code := run(c.args, &stdout, &stderr)
-		if code != exitHarness {
-			t.Errorf("%v: exit %d, want %d", c.args, code, exitHarness)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (a usage error)", c.args, code, exitUsage)
 		}
 		if !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: stderr %q lacks %q", c.args, stderr.String(), c.want)
 		}
+		if stdout.Len() != 0 {
+			t.Errorf("%v: a usage error printed on stdout: %q", c.args, stdout.String())
+		}
 	}
 }
 
-func TestRunHelp(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"run", "--help"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	for _, flag := range []string{"-lock", "-nemesis", "-clients", "-time-limit", "-ttl", "-hold", "-seed", "-persistence", "-store", "-name"} {
-		if !strings.Contains(stderr.String(), flag) {
-			t.Errorf("help lacks %s", flag)
+// Every verb answers --help and help VERB with its usage on stdout and
+// exit 0, the usage's first line naming the verb.
+func TestEveryVerbHasHelp(t *testing.T) {
+	for _, v := range verbs {
+		for _, args := range [][]string{{v.name, "--help"}, {v.name, "-h"}, {"help", v.name}} {
+			var stdout, stderr bytes.Buffer
+			if code := run(args, &stdout, &stderr); code != 0 {
+				t.Errorf("%v: exit %d, stderr %q", args, code, stderr.String())
+			}
+			first, _, _ := strings.Cut(stdout.String(), "\n")
+			if !strings.HasPrefix(first, "Usage: harness "+v.name) {
+				t.Errorf("%v: first line %q, want the usage", args, first)
+			}
+			if stderr.Len() != 0 {
+				t.Errorf("%v: help wrote to stderr: %q", args, stderr.String())
+			}
 		}
+	}
+	var stdout, stderr bytes.Buffer
+	run([]string{"run", "--help"}, &stdout, &stderr)
+	for _, flag := range []string{"-lock", "-nemesis", "-clients", "-time-limit", "-ttl", "-hold", "-seed", "-persistence", "-store", "-name", "-key", "-json", "-restart-delay"} {
+		if !strings.Contains(stdout.String(), flag) {
+			t.Errorf("run --help lacks %s", flag)
+		}
+	}
+	stdout.Reset()
+	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "harness version") {
+		t.Errorf("--help: %d %q", code, stdout.String())
+	}
+}
+
+func TestVersionPrintsThree(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "harness ") || !strings.Contains(lines[1], "go1.") || !strings.HasPrefix(lines[2], "redis-server ") {
+			t.Errorf("%v: %q", args, stdout.String())
+		}
+	}
+}
+
+// Flags may follow the positional argument, and --json prints one JSON
+// object on stdout alone.
+func TestCheckTakesFlagsAfterThePath(t *testing.T) {
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "history.jsonl")
+	lines := `{"index":0,"time":1,"type":"invoke","process":0,"f":"acquire","key":"k","token":"a","ttl_ms":1000}
+{"index":1,"time":2,"type":"ok","process":0,"f":"acquire","key":"k","token":"a"}
+`
+	if err := os.WriteFile(hist, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"check", dir, "--check-timeout", "5s", "--json"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := strings.TrimSpace(stdout.String())
+	if !strings.HasPrefix(out, "{") || strings.Count(out, "\n") != 0 || !strings.Contains(out, `"valid":true`) || !strings.Contains(out, `"exit":0`) {
+		t.Errorf("--json printed %q", out)
+	}
+	if !strings.Contains(stderr.String(), "verdict     VALID") {
+		t.Errorf("the human summary did not go to stderr: %q", stderr.String())
+	}
+}
+
+func TestCheckRefusesMalformedAndCallsEmptyUnknown(t *testing.T) {
+	dir := t.TempDir()
+	back := filepath.Join(dir, "back.jsonl")
+	os.WriteFile(back, []byte(`{"index":0,"time":5,"type":"invoke","process":0,"f":"acquire","key":"k","token":"a"}
+{"index":1,"time":3,"type":"ok","process":0,"f":"acquire","key":"k","token":"a"}
+`), 0o644)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"check", back}, &stdout, &stderr); code != exitHarness || !strings.Contains(stderr.String(), "line 2: time 3 goes backwards") {
+		t.Errorf("backwards: exit %d, stderr %q", code, stderr.String())
+	}
+	empty := filepath.Join(t.TempDir(), "history.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	stdout.Reset()
+	if code := run([]string{"check", empty}, &stdout, &stderr); code != 2 || !strings.Contains(stdout.String(), "no client operations") {
+		t.Errorf("empty: exit %d, stdout %q", code, stdout.String())
 	}
 }

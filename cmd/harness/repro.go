@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,50 +18,57 @@ import (
 // cmdRepro runs one catalog scenario for several seeds and says how often
 // the harness reported what the catalog expects.
 func cmdRepro(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("repro", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	seeds := fs.Int("seeds", 1, "how many seeds to run")
-	first := fs.Int64("first-seed", 1, "the first seed; the others follow it")
-	store := fs.String("store", "store", "directory that keeps run directories")
-	checkTimeout := fs.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
-	verbose := fs.Bool("v", false, "print each run's progress lines")
-	onBackend := backendFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: harness repro [flags] NAME\n\nRuns the catalog scenario NAME for --seeds seeds and exits 0 exactly when every\nseed met the catalog's expectation (unsafe ones caught, safe ones passed).\nScenarios: %s\n\nFlags:\n", strings.Join(catalogNames(), ", "))
-		fs.PrintDefaults()
-	}
-	name, code, ok := parseNamed(fs, args)
+	c := newCommand("repro", "NAME [flags]", "Runs the catalog scenario NAME for --seeds seeds and exits 0 exactly when every\n"+
+		"seed met the catalog's expectation (unsafe ones caught, safe ones passed), 1 when\n"+
+		"one did not.\nScenarios: "+strings.Join(catalogNames(), ", "))
+	seeds := c.Int("seeds", 1, "how many seeds to run")
+	first := c.Int64("first-seed", 1, "the first seed; the others follow it")
+	store := c.String("store", "store", "directory that keeps run directories")
+	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
+	verbose := c.Bool("v", false, "print each run's progress lines")
+	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human lines go to stderr)")
+	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per seed, the anomaly narrative as its text")
+	onBackend := backendFlags(c)
+	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
 	}
-	if name == "" {
-		fmt.Fprintln(stderr, "harness repro: which scenario? valid: "+strings.Join(catalogNames(), ", "))
-		return exitHarness
+	switch {
+	case len(pos) == 0:
+		return c.fail(stderr, "which scenario? valid: %s", strings.Join(catalogNames(), ", "))
+	case len(pos) > 1:
+		return c.fail(stderr, "one scenario at a time, got %q", pos)
+	case *seeds < 1:
+		return c.fail(stderr, "--seeds must be at least 1, got %d", *seeds)
 	}
-	entry, err := scenario.Lookup(name)
+	entry, err := scenario.Lookup(pos[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "harness repro: %v\n", err)
-		return exitHarness
+		return c.fail(stderr, "%v", err)
 	}
 	onBackend(&entry.Spec)
-	if err := entry.Spec.Validate(); err != nil {
-		fmt.Fprintf(stderr, "harness repro: %v\n", err)
-		return exitHarness
+	plan, err := entry.Spec.Resolve()
+	if err != nil {
+		return c.fail(stderr, "%v", err)
 	}
-	if *seeds < 1 {
-		fmt.Fprintf(stderr, "harness repro: --seeds must be at least 1, got %d\n", *seeds)
-		return exitHarness
-	}
+	entry.Spec = plan.Spec
 
 	ctx, stop := interruptible(stderr)
 	defer stop()
 	defer proc.KillAll()
+	human := stdout
+	if *asJSON {
+		human = stderr
+	}
 	var report strings.Builder
-	out := io.MultiWriter(stdout, &report)
+	out := io.MultiWriter(human, &report)
 	fmt.Fprintf(out, "repro %s (%s): %s\n  expect %s; %d seeds from %d; %s backend\n", entry.Name, entry.Source, entry.Story, entry.Expect, *seeds, *first, entry.Spec.Backend)
+	start := time.Now()
+	suite := reports.Suite{Name: "repro " + entry.Name, Started: start, Planned: *seeds}
+	row := reports.SuiteRow{Scenario: entry.Name, Spec: entry.Spec.Line(), Expect: entry.Expect.String()}
 	var took []time.Duration
 	var runs []reports.Results
 	met := 0
+	interrupted := false
 	for i := 0; i < *seeds; i++ {
 		spec := entry.Spec
 		spec.Seed = *first + int64(i)
@@ -71,63 +76,88 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		if *verbose {
 			opt.Progress = stderr
 		}
-		start := time.Now()
+		runStart := time.Now()
 		res, err := scenario.Run(ctx, spec, opt)
-		took = append(took, time.Since(start))
+		took = append(took, time.Since(runStart))
+		cell := reports.SuiteCell{Seed: spec.Seed, Seconds: took[i].Seconds(), Run: res.Dir}
 		if ctx.Err() != nil {
 			fmt.Fprintf(out, "  interrupted during seed %d; %d of %d seeds met the expectation so far\n", spec.Seed, met, i)
-			return exitHarness
+			cell.Verdict = "interrupted"
+			row.Cells = append(row.Cells, cell)
+			interrupted = true
+			break
 		}
 		if err != nil {
 			fmt.Fprintf(out, "  seed %-4d harness error: %v\n", spec.Seed, err)
+			cell.Verdict, cell.Error = "error", err.Error()
+			row.Cells = append(row.Cells, cell)
+			suite.Missed++
 			continue
 		}
 		runs = append(runs, res.Results)
 		ok, why := entry.Expect.Met(res.Results)
+		cell.Verdict, cell.Anomalies, cell.Met, cell.Why = res.Results.Valid.String(), res.Results.Anomalies, &ok, why
+		cell.Narrative = reports.FirstFindings(res.Results)
+		row.Cells = append(row.Cells, cell)
 		mark := "met"
 		if ok {
 			met++
+			suite.Met++
 		} else {
 			mark = "MISSED: " + why
+			suite.Missed++
 		}
 		fmt.Fprintf(out, "  seed %-4d %-8s %s  %5.1fs  %s  %s\n", spec.Seed, res.Results.Valid, anomalyLine(res.Results), took[i].Seconds(), mark, res.Dir)
 	}
-	fmt.Fprintf(out, "%d of %d seeds met %q; median %.1fs per seed\n", met, *seeds, entry.Expect.String(), median(took).Seconds())
-	fmt.Fprintf(out, "  rates: %s\n", rates(runs))
-	if entry.Compare != "" {
-		if other := storedRuns(*store, entry.Compare); len(other) > 0 {
-			fmt.Fprintf(out, "  %s in the same store (%d runs): %s\n", entry.Compare, len(other), rates(other))
-		} else {
-			fmt.Fprintf(out, "  compare with `harness repro %s --seeds %d --store %s`\n", entry.Compare, *seeds, *store)
+	suite.Rows = []reports.SuiteRow{row}
+	suite.WallSec = time.Since(start).Seconds()
+	suite.Complete = !interrupted
+	suite.Passed = !interrupted && met == *seeds
+	if !interrupted {
+		fmt.Fprintf(out, "%d of %d seeds met %q; median %.1fs per seed\n", met, *seeds, entry.Expect.String(), median(took).Seconds())
+		fmt.Fprintf(out, "  rates: %s\n", rates(runs))
+		if entry.Compare != "" {
+			if other := storedRuns(*store, entry.Compare); len(other) > 0 {
+				fmt.Fprintf(out, "  %s in the same store (%d runs): %s\n", entry.Compare, len(other), rates(other))
+			} else {
+				fmt.Fprintf(out, "  compare with `harness repro %s --seeds %d --store %s`\n", entry.Compare, *seeds, *store)
+			}
+		}
+		path := filepath.Join(*store, entry.Name, "repro-"+time.Now().Format("20060102T150405")+".txt")
+		if err := os.WriteFile(path, []byte(report.String()), 0o644); err == nil {
+			fmt.Fprintf(human, "  written to %s\n", path)
 		}
 	}
-	path := filepath.Join(*store, entry.Name, "repro-"+time.Now().Format("20060102T150405")+".txt")
-	if err := os.WriteFile(path, []byte(report.String()), 0o644); err == nil {
-		fmt.Fprintf(stdout, "  written to %s\n", path)
+	if code := writeOutcome(suite, *junit, *asJSON, stdout, stderr, "repro"); code != 0 {
+		return code
 	}
-	if met != *seeds {
+	switch {
+	case interrupted:
+		return exitHarness
+	case met != *seeds:
 		return 1
 	}
 	return 0
 }
 
-// parseNamed parses a verb's flags and its one NAME argument, which may
-// come before or after the flags. When it returns !ok, the verb exits with
-// code (0 for --help).
-func parseNamed(fs *flag.FlagSet, args []string) (name string, code int, ok bool) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", 0, false
+// writeOutcome writes a suite's JUnit XML to path (when asked) and prints
+// it as JSON (when asked); it returns exitHarness if the file cannot be
+// written.
+func writeOutcome(s reports.Suite, junitPath string, asJSON bool, stdout, stderr io.Writer, verb string) int {
+	if junitPath != "" {
+		b, err := reports.JUnit(s)
+		if err == nil {
+			err = os.WriteFile(junitPath, b, 0o644)
 		}
-		return "", exitHarness, false
+		if err != nil {
+			fmt.Fprintf(stderr, "harness %s: --junit: %v\n", verb, err)
+			return exitHarness
+		}
 	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
+	if asJSON {
+		printJSON(stdout, s)
 	}
-	return name, 0, true
+	return 0
 }
 
 func catalogNames() []string {

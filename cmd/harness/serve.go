@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -14,14 +13,20 @@ import (
 )
 
 func cmdServe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	store := fs.String("store", "store", "directory that keeps run directories")
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (loopback unless you mean to share it)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	c := newCommand("serve", "[flags]", "Serves the store: a page of every run, newest first, with its verdict, and every\n"+
+		"file under the store as it is, so a run's index.html and its links work.")
+	store := c.String("store", "store", "directory that keeps run directories")
+	addr := c.String("addr", "127.0.0.1:8080", "address to listen on (loopback unless you mean to share it)")
+	pos, code, ok := c.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.fail(stderr, "unexpected argument %q", pos[0])
+	}
+	handler, err := reports.NewServer(*store)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness serve: %v\n", err)
 		return exitHarness
 	}
 	ln, err := net.Listen("tcp", *addr)
@@ -34,7 +39,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "harness serve: warning: listening on %s, not only on loopback\n", *addr)
 		}
 	}
-	srv := &http.Server{Handler: reports.NewServer(*store), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := interruptible(stderr)
 	defer stop()
 	go func() {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,39 +14,50 @@ import (
 // cmdSuite runs a named suite and exits 0 exactly when every run with an
 // expectation met it.
 func cmdSuite(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	store := fs.String("store", "store", "directory that keeps run directories; the suite report goes to STORE/suites/TIMESTAMP/")
-	checkTimeout := fs.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check")
-	onBackend := backendFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: harness suite [flags] %s\n\n  quick  every catalog scenario once, seed 1\n  full   every catalog scenario for 5 seeds, plus randomised runs (each topology x recipe\n         under a seeded mix of faults, 3 seeds) that explore without an expectation\n  libs   every library recipe x {none, partition, pause-client, kill-node, clock-jump},\n         3 seeds; none must be safe, the rest are scored (scorecard.md)\n\nExits 0 exactly when every catalog run met its expectation. Ctrl-C stops after\nthe current run is stopped and keeps a partial report.\n\nFlags:\n", strings.Join(scenario.Suites, "|"))
-		fs.PrintDefaults()
-	}
-	name, code, ok := parseNamed(fs, args)
+	c := newCommand("suite", strings.Join(scenario.Suites, "|")+" [flags]",
+		"  quick  every catalog scenario once, seed 1 (the default)\n"+
+			"  full   every catalog scenario for 5 seeds, plus randomised runs (each topology x recipe\n"+
+			"         under a seeded mix of faults, 3 seeds) that explore without an expectation\n"+
+			"  libs   every library recipe x {none, partition, pause-client, kill-node, clock-jump},\n"+
+			"         3 seeds; none must be safe, the rest are scored (scorecard.md)\n\n"+
+			"Exits 0 exactly when every catalog run met its expectation, 1 when one did not.\n"+
+			"Ctrl-C stops after the current run is stopped and keeps a partial report.")
+	store := c.String("store", "store", "directory that keeps run directories; the suite report goes to STORE/suites/TIMESTAMP/")
+	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check")
+	asJSON := c.Bool("json", false, "print the suite's results.json on stdout (the progress lines go to stderr)")
+	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per scenario and seed, the anomaly narrative as its text")
+	onBackend := backendFlags(c)
+	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
 	}
-	if name == "" {
-		name = "quick"
+	name := "quick"
+	switch len(pos) {
+	case 0:
+	case 1:
+		name = pos[0]
+	default:
+		return c.fail(stderr, "one suite at a time, got %q", pos)
 	}
 	plan, err := scenario.PlanSuite(name)
 	if err != nil {
-		fmt.Fprintf(stderr, "harness suite: %v\n", err)
-		return exitHarness
+		return c.fail(stderr, "%v", err)
 	}
 	for i := range plan {
 		onBackend(&plan[i].Spec)
 		if err := plan[i].Spec.Validate(); err != nil {
-			fmt.Fprintf(stderr, "harness suite: %v\n", err)
-			return exitHarness
+			return c.fail(stderr, "%v", err)
 		}
 	}
 	ctx, stop := interruptible(stderr)
 	defer stop()
 	defer proc.KillAll()
-	fmt.Fprintf(stdout, "suite %s: %d runs\n", name, len(plan))
-	suite, dir, err := scenario.RunSuite(ctx, name, plan, scenario.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout, Progress: stdout})
+	human := stdout
+	if *asJSON {
+		human = stderr
+	}
+	fmt.Fprintf(human, "suite %s: %d runs\n", name, len(plan))
+	suite, dir, err := scenario.RunSuite(ctx, name, plan, scenario.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout, Progress: human})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness suite: %v\n", err)
 		return exitHarness
@@ -59,8 +69,11 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	case !suite.Passed:
 		status = "FAILED"
 	}
-	fmt.Fprintf(stdout, "suite %s %s: %d met, %d missed, %d explored, %.0f s\n  report %s\n", name, status,
+	fmt.Fprintf(human, "suite %s %s: %d met, %d missed, %d explored, %.0f s\n  report %s\n", name, status,
 		suite.Met, suite.Missed, suite.Explored, suite.WallSec, filepath.Join(dir, "index.html"))
+	if code := writeOutcome(suite, *junit, *asJSON, stdout, stderr, "suite"); code != 0 {
+		return code
+	}
 	if !suite.Passed {
 		if !suite.Complete {
 			return exitHarness

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,9 +17,8 @@ import (
 
 // cmdWorker is the hidden worker process: one lock client speaking JSON
 // lines on stdin and stdout.
-func cmdWorker(args []string, _, stderr io.Writer) int {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdWorker(args []string, stdout, stderr io.Writer) int {
+	fs := newCommand("worker", "[flags]", "One lock client speaking JSON lines on stdin and stdout; the harness starts it.")
 	var cfg workloads.WorkerConfig
 	fs.StringVar(&cfg.Target.Addr, "addr", "", "host:port of the lock service (the client's proxy)")
 	fs.StringVar(&cfg.Target.Master, "master", "", "sentinel master name (instead of --addr)")
@@ -29,8 +27,12 @@ func cmdWorker(args []string, _, stderr io.Writer) int {
 	dial := fs.String("map", "", "comma-separated ANNOUNCED=LOCAL address pairs: dial LOCAL when a server names ANNOUNCED")
 	fs.StringVar(&cfg.Lock, "lock", "cad", "lock recipe")
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 500*time.Millisecond, "timeout of each Redis command")
-	if err := fs.Parse(args); err != nil {
-		return exitHarness
+	pos, code, ok := fs.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return fs.fail(stderr, "unexpected argument %q", pos[0])
 	}
 	if *addrs != "" {
 		cfg.Target.Addrs = strings.Split(*addrs, ",")
@@ -45,8 +47,7 @@ func cmdWorker(args []string, _, stderr io.Writer) int {
 		}
 		from, to, ok := strings.Cut(pair, "=")
 		if !ok {
-			fmt.Fprintf(stderr, "worker: --map entry %q is not ANNOUNCED=LOCAL\n", pair)
-			return exitHarness
+			return fs.fail(stderr, "--map entry %q is not ANNOUNCED=LOCAL", pair)
 		}
 		cfg.Target.Dial[from] = to
 	}

@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Link names: the one place they are spelled. Faults find a link by the
+// name a Cluster method gives them.
+func internalLinkName(node string) string         { return "int-" + node }
+func clientLinkName(slot int, node string) string { return fmt.Sprintf("c%d-%s", slot, node) }
+
+// ClientAccess is how one client reaches the lock service: every address
+// is that client's own link, so each client can be cut off alone.
+type ClientAccess struct {
+	// Nodes are the nodes a client talks to directly: the one primary, or
+	// every independent node (Majorities).
+	Nodes []string
+	// Master and Sentinels: ask the sentinels for the primary named Master.
+	Master    string
+	Sentinels []string
+	// Dial maps an address the servers announce (a node's internal link)
+	// to this client's own link for that node.
+	Dial map[string]string
+}
+
+// ConnectClient makes client slot's links, one to every node and sentinel,
+// and says how the client reaches the lock service through them.
+func (c *Cluster) ConnectClient(slot int) (ClientAccess, error) {
+	if c.spec.Link == nil {
+		return ClientAccess{}, fmt.Errorf("topology %s: clients need a Link function for their proxies", c.Topology)
+	}
+	if len(c.Nodes) == 0 {
+		return ClientAccess{}, fmt.Errorf("topology %s has not started", c.Topology)
+	}
+	names := map[string]string{}
+	addrs := map[string]string{}
+	for _, n := range append(append([]Node(nil), c.Nodes...), c.Sentinels...) {
+		name := clientLinkName(slot, n.Name())
+		addr, err := c.spec.Link(name, n.Addr())
+		if err != nil {
+			return ClientAccess{}, err
+		}
+		names[n.Name()], addrs[n.Name()] = name, addr
+	}
+	c.clients[slot] = names
+	return c.top.access(c, func(node string) string { return addrs[node] }), nil
+}
+
+// ClientLink is the name of client slot's link to a node or sentinel.
+func (c *Cluster) ClientLink(slot int, node string) string { return clientLinkName(slot, node) }
+
+// ClientLinks are the names of every link of client slot, sorted.
+func (c *Cluster) ClientLinks(slot int) []string {
+	var out []string
+	for _, name := range c.clients[slot] {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// InternalLink is the name of the link that a node's peers and monitors
+// reach it through, or an error for a topology whose nodes have none.
+func (c *Cluster) InternalLink(node string) (string, error) {
+	if err := c.Can(Replication); err != nil {
+		return "", err
+	}
+	if _, ok := c.Internal[node]; !ok {
+		return "", fmt.Errorf("topology %s has no node %q", c.Topology, node)
+	}
+	return internalLinkName(node), nil
+}

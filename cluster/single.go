@@ -1,0 +1,28 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+)
+
+// single is one Redis node: the lock service most teams start with.
+var single = topology{
+	name:    Single,
+	summary: "one redis-server",
+	plan: func(s Spec) (plan, error) {
+		if s.Nodes > 1 {
+			return plan{}, fmt.Errorf("topology single has one node, not %d (--nodes is for topologies of several)", s.Nodes)
+		}
+		return plan{nodes: []string{"n1"}}, nil
+	},
+	start: func(ctx context.Context, c *Cluster) error {
+		n, err := c.startNode(ctx, c.nodeConfig("n1"))
+		if n != nil {
+			c.Nodes = append(c.Nodes, n)
+		}
+		return err
+	},
+	access: func(c *Cluster, link func(string) string) ClientAccess {
+		return ClientAccess{Nodes: []string{link("n1")}}
+	},
+}

@@ -1,0 +1,108 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Topology names. Outside this package a topology is known by what it can
+// do (Can), never by its name.
+const (
+	Single   = "single"
+	Sentinel = "sentinel"
+	Redlock  = "redlock"
+)
+
+// registry lists every topology. A new topology is one file with a
+// topology value and one line here.
+var registry = []*topology{&single, &sentinel, &redlock}
+
+// Topologies lists the topologies' names, in registry order.
+var Topologies = func() []string {
+	var names []string
+	for _, t := range registry {
+		names = append(names, t.name)
+	}
+	return names
+}()
+
+// topology is one way of arranging nodes.
+type topology struct {
+	name, summary string
+	// has lists what the topology offers the faults and recipes that ask.
+	has []Capability
+	// plan names the nodes a spec asks for, or says why it is impossible.
+	plan func(s Spec) (plan, error)
+	// start starts the planned nodes into c.Nodes and c.Sentinels (what
+	// started is kept there on error, so that Close stops it).
+	start func(ctx context.Context, c *Cluster) error
+	// access says how a client reaches the lock service, given the address
+	// of the client's own link to each node and sentinel.
+	access func(c *Cluster, link func(node string) string) ClientAccess
+}
+
+// plan is what a topology will start.
+type plan struct {
+	nodes, sentinels []string
+}
+
+func lookup(name string) (*topology, error) {
+	for _, t := range registry {
+		if t.name == name {
+			return t, nil
+		}
+	}
+	return nil, OneOf("topology", name, Topologies)
+}
+
+// Summary describes the named topology in a line, for `harness list`.
+func Summary(name string) string {
+	if t, err := lookup(name); err == nil {
+		return t.summary
+	}
+	return ""
+}
+
+// Capability is something a fault or recipe may need from a topology.
+type Capability string
+
+// Capabilities.
+const (
+	// Replication: replicas copy a primary through internal links that the
+	// network can cut or slow (InternalLink).
+	Replication Capability = "replication"
+	// Failover: something watches the primary and promotes a replica when
+	// it fails (Primary follows it; Failover forces one).
+	Failover Capability = "failover"
+	// Majorities: independent nodes, of which a client needs a majority
+	// (Quorum, Majority).
+	Majorities Capability = "majorities"
+)
+
+// capabilityMeaning says in words what each capability is, for refusals.
+var capabilityMeaning = map[Capability]string{
+	Replication: "replicas that copy a primary through links the network can cut",
+	Failover:    "an automatic failover that promotes a replica",
+	Majorities:  "independent nodes of which a client needs a majority",
+}
+
+// Can reports whether the topology offers the capability, or says why not
+// and which topologies do.
+func (c *Cluster) Can(want Capability) error {
+	if slices.Contains(c.top.has, want) {
+		return nil
+	}
+	var with []string
+	for _, t := range registry {
+		if slices.Contains(t.has, want) {
+			with = append(with, t.name)
+		}
+	}
+	return fmt.Errorf("topology %s has no %s (%s); topologies with it: %s",
+		c.Topology, want, capabilityMeaning[want], strings.Join(with, ", "))
+}
+
+// Capabilities lists what the topology offers.
+func (c *Cluster) Capabilities() []Capability { return append([]Capability(nil), c.top.has...) }

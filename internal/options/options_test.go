@@ -1,0 +1,57 @@
+package options
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var specs = []Spec{
+	{Name: "flag"},
+	{Name: "n", Kind: Int},
+	{Name: "d", Kind: Duration},
+	{Name: "by", Kind: SignedDuration},
+	{Name: "mode", Kind: Choice, Choices: []string{"a", "b"}},
+	{Name: "node", Kind: Word, Arg: "NAME"},
+}
+
+func TestParse(t *testing.T) {
+	v, err := Parse("n=3:flag,d=4s:by=-2s,mode=b:node=n1", specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.String() != "by=-2s:d=4s:flag:mode=b:n=3:node=n1" || v.With("x") != "x:by=-2s:d=4s:flag:mode=b:n=3:node=n1" {
+		t.Errorf("canonical %q", v)
+	}
+	never := func() time.Duration { t.Error("default drawn for a given option"); return 0 }
+	if !v.Flag("flag") || v.Int("n", 1) != 3 || v.Duration("d", never) != 4*time.Second || v.Duration("by", never) != -2*time.Second ||
+		v.Get("mode", "a") != "b" || v.Get("node", "") != "n1" {
+		t.Errorf("values %v", v)
+	}
+	empty := Values{}
+	if empty.Int("n", 7) != 7 || empty.Duration("d", func() time.Duration { return time.Second }) != time.Second || empty.With("x") != "x" {
+		t.Errorf("defaults")
+	}
+	for text, want := range map[string]string{
+		"":             "empty option",
+		"n=1::flag":    "empty option",
+		",flag":        "empty option",
+		"flag=1":       "flag is a flag and takes no value",
+		"n":            "n needs a value: n=N",
+		"n=0":          "want an integer ≥ 1",
+		"d=-1s":        "not negative",
+		"d=soon":       "want a duration",
+		"mode=c":       "want one of a, b",
+		"node=a=b":     "may not hold",
+		"speed=1":      `unknown option "speed" (valid: flag, n=N, d=D, by=D, mode=a|b, node=NAME)`,
+		"flag:flag":    "flag given twice",
+		"by=1s,by=-1s": "by given twice",
+	} {
+		if _, err := Parse(text, specs); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want %q", text, err, want)
+		}
+	}
+	if _, err := Parse("x", nil); err == nil || !strings.Contains(err.Error(), "takes no options") {
+		t.Errorf("no specs: %v", err)
+	}
+}

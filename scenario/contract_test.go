@@ -1,0 +1,167 @@
+package scenario
+
+import (
+	"context"
+	"io"
+	"math/rand"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/locks"
+)
+
+// The registries' contract, over every entry with no skips by name: every
+// fault, on every topology it is available on, applies, records its window
+// and heals; every recipe runs clean on every topology it supports. A new
+// fault or recipe is covered by adding it to its registry.
+
+// contractFor is how long a fault holds in the contract tests, where it
+// takes the for option: long enough to be a fault, short enough to test
+// every fault on every topology in about a minute.
+const contractFor = "600ms"
+
+func TestEveryFaultAppliesRecordsAndHeals(t *testing.T) {
+	for _, topology := range cluster.Topologies {
+		t.Run(topology, func(t *testing.T) {
+			needRedis(t)
+			if topology == cluster.Sentinel {
+				needSentinel(t)
+			}
+			planned, err := cluster.New(cluster.Spec{Topology: topology, Backend: cluster.BackendLocal})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var list []string
+			for _, f := range faults.Registry {
+				if f.Available(planned) != nil {
+					continue
+				}
+				in := f.Name
+				for _, o := range f.Options {
+					if o.Name == "for" {
+						in += ":for=" + contractFor
+					}
+				}
+				list = append(list, in)
+			}
+			if len(list) == 0 {
+				t.Skipf("no fault is available on %s", topology)
+			}
+			s := Defaults()
+			s.Topology, s.Nemesis, s.TTL, s.Clients, s.Seed = topology, strings.Join(list, ","), Duration(time.Second), 3, 1
+			s.Lock = recipeFor(t, topology)
+			plan, err := s.Resolve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, rec := startTestRig(t, plan)
+			for i, g := range plan.Nemesis {
+				in := g[0]
+				t.Run(in.Name, func(t *testing.T) {
+					before := len(rec.Events())
+					ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+					defer cancel()
+					if err := g.Run(ctx, r.env, rand.New(rand.NewSource(int64(i)))); err != nil {
+						t.Fatalf("%s: %v", in, err)
+					}
+					if ctx.Err() != nil {
+						t.Fatalf("%s did not end within 40s", in)
+					}
+					events := rec.Events()
+					windows := 0
+					for _, w := range history.FaultWindows(events) {
+						if w.Start < before || events[w.Start].F != in.Name {
+							continue
+						}
+						windows++
+						if w.End < 0 {
+							t.Errorf("%s: its window opened at %s never closed", in, history.Secs(events[w.Start].Time))
+						}
+					}
+					if windows == 0 {
+						t.Errorf("%s recorded no window", in)
+					}
+					if err := r.env.Healed(); err != nil {
+						t.Errorf("after %s: %v", in, err)
+					}
+					if err := r.cl.Settle(context.Background(), 30*time.Second); err != nil {
+						t.Errorf("after %s the topology did not settle: %v", in, err)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestEveryRecipeRunsCleanEverywhereItRuns(t *testing.T) {
+	for _, r := range locks.Recipes {
+		for _, topology := range r.Topologies {
+			t.Run(r.Name+"/"+topology, func(t *testing.T) {
+				if topology == cluster.Sentinel {
+					needSentinel(t)
+				}
+				s := spec(r.Name, faults.None, 3*time.Second, 1)
+				s.Topology = topology
+				res := run(t, s)
+				wantValid(t, res)
+				if ok := res.Stats["acquire"].OK; ok < 2 {
+					t.Errorf("%d acquires granted in 3s, want at least 2", ok)
+				}
+				if res.Checker.Liveness != "ok" {
+					t.Errorf("liveness %s", res.Checker.Liveness)
+				}
+			})
+		}
+	}
+}
+
+// recipeFor is a recipe of the harness's own that runs on the topology.
+func recipeFor(t *testing.T, topology string) string {
+	for _, r := range locks.Recipes {
+		if r.Library == "" && r.Supports(topology) && len(r.Points) == 0 {
+			return r.Name
+		}
+	}
+	for _, r := range locks.Recipes {
+		if r.Supports(topology) {
+			return r.Name
+		}
+	}
+	t.Fatalf("no recipe runs on %s", topology)
+	return ""
+}
+
+// startTestRig starts a run's topology and clients for a test, and stops
+// them when the test ends.
+func startTestRig(t *testing.T, plan Plan) (*rig, *history.Recorder) {
+	t.Helper()
+	t.Cleanup(proc.KillAll)
+	dir := t.TempDir()
+	rec := history.NewRecorder(nil)
+	logf := func(format string, args ...any) { t.Logf(format, args...) }
+	r, err := startRig(context.Background(), plan, Options{WorkerBin: workerBin}, dir, rec, io.Discard, logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.close()
+		if n := proc.Live(); n != 0 {
+			t.Errorf("%d child processes left", n)
+		}
+	})
+	return r, rec
+}
+
+func needSentinel(t *testing.T) {
+	t.Helper()
+	needRedis(t)
+	if _, err := exec.LookPath("redis-sentinel"); err != nil {
+		t.Skip("redis-sentinel not installed; run `make setup`")
+	}
+}

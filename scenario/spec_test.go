@@ -1,0 +1,117 @@
+package scenario
+
+import (
+	"flag"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// shellWords splits a command line as a POSIX shell would for the quoting
+// Command uses: words separated by spaces, 'single quotes' kept whole.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var cur strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quoted && c == '\'':
+			quoted = false
+		case quoted:
+			cur.WriteByte(c)
+		case c == '\'':
+			quoted, inWord = true, true
+		case c == '\\' && i+1 < len(line):
+			i++
+			cur.WriteByte(line[i])
+			inWord = true
+		case c == ' ':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if quoted {
+		t.Fatalf("unterminated quote in %q", line)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// The recorded re-run command carries every flag: give every spec flag a
+// value other than its default, write the command, parse it back with the
+// same flags, and get the same spec.
+func TestCommandRoundTripsEveryFlag(t *testing.T) {
+	values := map[string]string{
+		"topology": "redlock", "backend": "docker", "image": "redis:7.2", "lock": "redsync:setnx-on-extend:tries=1",
+		"nemesis": "partition:for=1s,partition-majorities+kill-node:delay=4s", "nemesis-interval": "3s",
+		"workload": "mutex", "clients": "3", "nodes": "7", "time-limit": "13s", "ttl": "3s", "hold": "1s",
+		"op-timeout": "250ms", "persistence": "aof-always", "key": "lock:it's mine", "seed": "7", "name": "a name",
+	}
+	s := Defaults()
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	s.RegisterFlags(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		v, ok := values[f.Name]
+		if !ok {
+			t.Errorf("flag --%s has no value in this test: give it one", f.Name)
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			t.Errorf("--%s %s: %v", f.Name, v, err)
+		}
+	})
+	// Every field set: a field without a flag would stay zero here.
+	rv := reflect.ValueOf(s)
+	for i := 0; i < rv.NumField(); i++ {
+		if rv.Field(i).IsZero() {
+			t.Errorf("Spec.%s is not set by any flag", rv.Type().Field(i).Name)
+		}
+	}
+	cmd := s.Command()
+	words := shellWords(t, cmd)
+	if len(words) < 2 || words[0] != "harness" || words[1] != "run" {
+		t.Fatalf("command %q", cmd)
+	}
+	back := Defaults()
+	bfs := flag.NewFlagSet("run", flag.ContinueOnError)
+	back.RegisterFlags(bfs)
+	if err := bfs.Parse(words[2:]); err != nil || bfs.NArg() != 0 {
+		t.Fatalf("parsing %q: %v, left %q", cmd, err, bfs.Args())
+	}
+	if !reflect.DeepEqual(back, s) {
+		t.Errorf("round trip through %q:\n got %+v\nwant %+v", cmd, back, s)
+	}
+
+	// Seed 0 is a seed like any other, and the re-run says so.
+	z := Defaults()
+	z.Seed = 0
+	if !strings.Contains(z.Command(), " --seed 0") {
+		t.Errorf("seed 0 left out of %q", z.Command())
+	}
+}
+
+func TestResolveFillsDefaultsAndSpellsCanonically(t *testing.T) {
+	s := Defaults()
+	s.Topology, s.Lock, s.Nemesis, s.Backend = "redlock", "redsync:tries=1,setnx-on-extend", "partition-majorities+kill-node:delay=4s", "docker"
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.Spec
+	if got.Lock != "redsync:setnx-on-extend:tries=1" || got.Nodes != 5 || got.Image == "" || got.Name != "redlock-redsync-setnx-on-extend-tries1-partition-majorities+kill-node-delay4s" {
+		t.Errorf("resolved %+v", got)
+	}
+	if p.Lock.Name != "redsync" || len(p.Nemesis) != 1 || len(p.Nemesis[0]) != 2 || p.Cluster.Topology != "redlock" {
+		t.Errorf("plan %+v", p)
+	}
+}
