@@ -6,8 +6,11 @@ SUDO  := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 PKGS  := redis-server redis-sentinel redis-tools chromium
 
 IMAGE ?= lockharness/redis:local
+# The checkout the binary is built from, for `harness version` and results.json.
+COMMIT  := $(shell git describe --always --dirty 2>/dev/null)
+LDFLAGS := -X github.com/lockharness/lockharness/internal/version.commit=$(COMMIT)
 
-.PHONY: setup deps build docker-image docker-clean test test-short lint bench repro-failover repro suite suite-full report serve clean
+.PHONY: setup deps build docker-image docker-clean test test-short fuzz testdata lint bench repro-failover repro suite suite-full report serve clean
 
 ## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
 setup: deps build
@@ -31,7 +34,7 @@ deps:
 
 ## build: compile the harness into bin/harness and the clock shim into bin/libclockshim.so
 build:
-	$(GO) build -o $(BIN) ./cmd/harness
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/harness
 	@mkdir -p bin
 	gcc -shared -fPIC -O2 -Wall -o $(SHIM) internal/clockshim/csrc/clockshim.c -ldl
 
@@ -49,9 +52,18 @@ docker-clean:
 		if [ -n "$(FORCE)" ] || [ ! -d /proc/$$pid ]; then docker rm -f $$id >/dev/null && n=$$((n+1)); fi; \
 	done; echo "removed $$n harness containers"
 
-## test: lint, then every test, including the ones that run real redis-server processes and faults
+## test: lint, every test (including real redis-server processes under faults, and the recorded runs in testdata/), then a short fuzz of decode → check → report
 test: lint
 	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -run '^$$' -fuzz FuzzDecodeCheckReport -fuzztime $(or $(FUZZTIME),10s) -fuzzminimizetime 20x ./reports
+
+## fuzz: fuzz decode → check → report for longer (FUZZTIME, default 5m)
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeCheckReport -fuzztime $(or $(FUZZTIME),5m) -fuzzminimizetime 20x ./reports
+
+## testdata: record one run of every catalog scenario into testdata/runs (the replay test holds the checker to them)
+testdata: build
+	LOCKHARNESS_RECORD_TESTDATA=1 $(GO) test -count=1 -timeout 20m -run TestRecordTestdata -v ./scenario
 
 ## test-short: the tests that need no Redis
 test-short:

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -174,6 +175,34 @@ func (c *Cluster) settled(ctx context.Context, primaryAddr string) error {
 		}
 	}
 	return nil
+}
+
+// ServerVersions asks every started node and sentinel which server it is
+// (INFO server) and says, by name, its version and what it runs from: the
+// executable, or the docker backend's image. A server that does not answer
+// says why.
+func (c *Cluster) ServerVersions(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	for _, n := range append(append([]Node(nil), c.Nodes...), c.Sentinels...) {
+		v, err := query(ctx, n.Addr(), "INFO", "server")
+		if err != nil {
+			out[n.Name()] = "unknown (" + err.Error() + ")"
+			continue
+		}
+		info := map[string]string{}
+		text, _ := v.(string)
+		for _, line := range strings.Split(text, "\n") {
+			if k, val, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+				info[k] = val
+			}
+		}
+		from := info["executable"]
+		if c.spec.Backend == BackendDocker {
+			from = "image " + cmp.Or(c.spec.Image, DefaultImage)
+		}
+		out[n.Name()] = fmt.Sprintf("%s (%s)", info["redis_version"], from)
+	}
+	return out
 }
 
 // field reads a key from a RESP2 flat array or a RESP3 map entry.

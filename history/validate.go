@@ -78,10 +78,20 @@ func Validate(events []Event) error {
 	return nil
 }
 
+// Bounds that keep every sum of times and lease lengths far from
+// overflowing: about 146 years of history, leases of about 139 years.
+const (
+	MaxTime    int64 = 1 << 62
+	MaxLeaseMs int64 = 1 << 42
+)
+
 // validate checks what one event must be on its own.
 func (e Event) validate() error {
 	if e.Time < 0 {
 		return fmt.Errorf("time %d is negative", e.Time)
+	}
+	if e.Time >= MaxTime {
+		return fmt.Errorf("time %d is beyond %d ns (146 years)", e.Time, MaxTime)
 	}
 	if e.Process == Nemesis {
 		if e.Phase != Start && e.Phase != End && e.Phase != Instant {
@@ -110,6 +120,9 @@ func (e Event) validate() error {
 	}
 	if e.ValidMs < 0 {
 		return fmt.Errorf("valid_ms %d is negative", e.ValidMs)
+	}
+	if e.TTLMs >= MaxLeaseMs || e.ValidMs >= MaxLeaseMs {
+		return fmt.Errorf("ttl_ms %d or valid_ms %d is beyond %d ms (139 years)", e.TTLMs, e.ValidMs, MaxLeaseMs)
 	}
 	if e.Type == Invoke && IsLockOp(e.F) {
 		switch {

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/internal/options"
+	"github.com/lockharness/lockharness/internal/version"
 )
 
 // Recipes is the registry: every recipe the harness can test.
@@ -62,6 +63,18 @@ func Lookup(name string) (Recipe, error) {
 		}
 	}
 	return Recipe{}, fmt.Errorf("unknown lock %q (valid: %s)", name, strings.Join(Names(), ", "))
+}
+
+// LibraryVersions are the versions of the libraries the recipes adapt, by
+// Go module, as compiled into this binary.
+func LibraryVersions() map[string]string {
+	out := map[string]string{}
+	for _, r := range Recipes {
+		if r.Library != "" {
+			out[r.Library] = version.Module(r.Library)
+		}
+	}
+	return out
 }
 
 // Names lists the recipe names, sorted.

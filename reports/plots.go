@@ -568,6 +568,11 @@ func (secondTicks) Ticks(lo, hi float64) []plot.Tick {
 			break
 		}
 	}
+	// Longer than the table foresees (a history from elsewhere may span
+	// years): whole powers of ten of days.
+	for (hi-lo)/step > most {
+		step *= 10
+	}
 	decimals := max(0, int(-math.Floor(math.Log10(step))))
 	var ticks []plot.Tick
 	for i := math.Ceil(lo / step * 2); i/2*step <= hi; i++ {

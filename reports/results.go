@@ -10,9 +10,15 @@ import (
 	"github.com/lockharness/lockharness/history"
 )
 
+// ResultsSchema is the version of results.json's layout. Keys only ever
+// grow; the version says which ones a file can have (1: the first wave,
+// which wrote no schema; 2: schema and provenance).
+const ResultsSchema = 2
+
 // Results is results.json: the verdict and its evidence. Scripts and CI read
 // it, so its keys only ever grow.
 type Results struct {
+	Schema    int                        `json:"schema"`
 	Valid     checker.Verdict            `json:"valid"`
 	Anomalies map[string]int             `json:"anomalies"`
 	Fencing   checker.Fencing            `json:"fencing"`
@@ -28,6 +34,8 @@ type Results struct {
 	Error string `json:"error,omitempty"`
 	// Interrupted is set when the run was stopped before it finished.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Provenance says what ran: absent for a history recorded elsewhere.
+	Provenance *Provenance `json:"provenance,omitempty"`
 
 	// check is the checker's own result, kept for linear.html.
 	check checker.Result
@@ -44,6 +52,20 @@ type CheckerReport struct {
 	SlackMs         float64                 `json:"slack_ms"`
 }
 
+// Provenance is what a run was made of, so that a result can be traced to
+// the software that produced it.
+type Provenance struct {
+	// Harness and Go are the harness's version and the Go that built it.
+	Harness string `json:"harness"`
+	Go      string `json:"go"`
+	// Servers is every node's and sentinel's redis-server version, as the
+	// server itself reported it, with the binary or image it ran from.
+	Servers map[string]string `json:"servers,omitempty"`
+	// Libraries are the lock libraries compiled into the harness, by Go
+	// module, with their versions.
+	Libraries map[string]string `json:"libraries,omitempty"`
+}
+
 // Meta is what results.json says about a run besides what the checker
 // concludes from its history: enough to re-check the run offline and reach
 // the same verdict.
@@ -55,11 +77,12 @@ type Meta struct {
 	Error string
 	// Interrupted runs stopped before their time limit and liveness check.
 	Interrupted bool
+	Provenance  *Provenance
 }
 
 // MetaOf recovers the meta of an earlier results.json.
 func MetaOf(r Results) Meta {
-	return Meta{Seed: r.Seed, Spec: r.Spec, Command: r.Command, Error: r.Error, Interrupted: r.Interrupted}
+	return Meta{Seed: r.Seed, Spec: r.Spec, Command: r.Command, Error: r.Error, Interrupted: r.Interrupted, Provenance: r.Provenance}
 }
 
 // Conclude checks a history and assembles results.json. A run the harness
@@ -84,6 +107,7 @@ func Conclude(events []history.Event, meta Meta, opts checker.Options) (Results,
 		spec = json.RawMessage("{}")
 	}
 	return Results{
+		Schema: ResultsSchema, Provenance: meta.Provenance,
 		Valid: r.Valid, Anomalies: r.Anomalies, Fencing: r.Fencing, Stats: r.Stats,
 		Seed: meta.Seed, Spec: spec, Command: meta.Command, Faults: faultCounts(events),
 		Error: meta.Error, Interrupted: meta.Interrupted, check: r,
@@ -113,3 +137,21 @@ func WriteResults(dir string, res Results) error {
 
 // ReadResults reads dir/results.json.
 func ReadResults(dir string) (Results, error) { return readResults(os.DirFS(dir), ".") }
+
+// Expectation is what a recorded run's check concluded, as testdata keeps
+// it: the verdict and every count a change to the checker could flip.
+type Expectation struct {
+	Scenario        string          `json:"scenario"`
+	Expect          string          `json:"expect"`
+	Valid           checker.Verdict `json:"valid"`
+	Anomalies       map[string]int  `json:"anomalies"`
+	Fencing         checker.Fencing `json:"fencing"`
+	Linearizability string          `json:"linearizability"`
+	Liveness        string          `json:"liveness"`
+}
+
+// ExpectationOf is the expectation a run's results set.
+func ExpectationOf(scenario, expect string, r Results) Expectation {
+	return Expectation{Scenario: scenario, Expect: expect, Valid: r.Valid, Anomalies: r.Anomalies, Fencing: r.Fencing,
+		Linearizability: r.Checker.Linearizability.Result, Liveness: r.Checker.Liveness}
+}

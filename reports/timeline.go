@@ -314,6 +314,10 @@ func rateOf(a *analysis) Rate {
 			break
 		}
 	}
+	// Longer than the table foresees: whole multiples of its longest bin.
+	if a.end/bin > rateBins {
+		bin *= a.end/(bin*rateBins) + 1
+	}
 	nbins := int(a.end/bin) + 1
 	r := Rate{Bin: bin, Counts: map[string][]int{}, Bands: a.bands, End: a.end}
 	for _, oc := range outcomes {

@@ -17,6 +17,8 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/version"
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -81,7 +83,8 @@ func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 	defer histFile.Close()
 	rec := history.NewRecorder(histFile)
 
-	runErr := drive(ctx, plan, opt, dir, rec, logw, logf)
+	prov := &reports.Provenance{Harness: version.Harness(), Go: version.Go(), Libraries: locks.LibraryVersions()}
+	runErr := drive(ctx, plan, opt, dir, rec, logw, logf, prov)
 	if runErr != nil {
 		logf("harness error: %v", runErr)
 	}
@@ -89,7 +92,7 @@ func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 		runErr = fmt.Errorf("writing the history: %w", err)
 	}
 
-	meta := reports.Meta{Seed: spec.Seed, Command: spec.Command(), Interrupted: ctx.Err() != nil}
+	meta := reports.Meta{Seed: spec.Seed, Command: spec.Command(), Interrupted: ctx.Err() != nil, Provenance: prov}
 	if meta.Spec, err = json.Marshal(spec); err != nil {
 		return out, err
 	}
@@ -174,8 +177,9 @@ func (r *rig) close() {
 	r.net.Close()
 }
 
-// drive runs the topology, workload and nemesis, and always stops them.
-func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any)) error {
+// drive runs the topology, workload and nemesis, and always stops them. It
+// notes in prov which servers ran.
+func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any), prov *reports.Provenance) error {
 	spec := plan.Spec
 	where := spec.Backend + " backend"
 	if spec.Image != "" {
@@ -187,6 +191,7 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 		return err
 	}
 	defer r.close()
+	prov.Servers = r.cl.ServerVersions(ctx)
 	logf("%d clients running %s against %s for %v, nemesis %s", spec.Clients, spec.Lock, spec.Key, spec.TimeLimit, spec.Nemesis)
 
 	watchCtx, stopWatch := context.WithCancel(context.Background())

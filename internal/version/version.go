@@ -11,6 +11,11 @@ import (
 	"sync"
 )
 
+// commit is the checkout the binary was built from, as `git describe
+// --always --dirty` says it; the Makefile sets it with -ldflags -X for
+// builds whose build information carries no VCS stamp (-buildvcs=false).
+var commit string
+
 // Harness is the harness's version: the module version the binary was
 // built at, or "(devel)" with the commit and a "+dirty" mark for a build
 // from a checkout.
@@ -23,7 +28,7 @@ func Harness() string {
 	if v == "" {
 		v = "(devel)"
 	}
-	var rev, modified string
+	rev, modified := commit, ""
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
@@ -33,7 +38,7 @@ func Harness() string {
 		}
 	}
 	if rev != "" && v == "(devel)" {
-		if len(rev) > 12 {
+		if len(rev) > 12 && rev != commit {
 			rev = rev[:12]
 		}
 		v += " " + rev

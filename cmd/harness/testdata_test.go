@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/lockharness/lockharness/reports"
+)
+
+// TestDataReplays checks and reports, through the CLI and from the history
+// alone, one recorded run of every catalog scenario (testdata/runs, made
+// by `make testdata`), and wants the verdict and every count the recording
+// reached. A change to the checker that flips one of them fails here,
+// whatever the change meant to do: look at the run, then record again.
+func TestDataReplays(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "runs", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no recorded runs under testdata/runs: %v", err)
+	}
+	for _, src := range dirs {
+		t.Run(filepath.Base(src), func(t *testing.T) {
+			var want reports.Expectation
+			b, err := os.ReadFile(filepath.Join(src, "expect.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &want); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := gunzip(filepath.Join(src, "history.jsonl.gz"), filepath.Join(dir, "history.jsonl")); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"check", dir, "--json"}, &stdout, &stderr)
+			if code != want.Valid.ExitCode() {
+				t.Errorf("check exit %d, want %d: %s", code, want.Valid.ExitCode(), stderr.String())
+			}
+			res, err := reports.ReadResults(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := reports.ExpectationOf(want.Scenario, want.Expect, res); !reflect.DeepEqual(got, want) {
+				t.Errorf("the checker now says\n %+v\nthe recording said\n %+v", got, want)
+			}
+			stdout.Reset()
+			if code := run([]string{"report", dir}, &stdout, &stderr); code != 0 {
+				t.Fatalf("report exit %d: %s", code, stderr.String())
+			}
+			for _, f := range []string{"index.html", "timeline.png", "latency.png", "rate.png", "results.json"} {
+				if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+					t.Errorf("report left no %s: %v", f, err)
+				}
+			}
+		})
+	}
+}
+
+func gunzip(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	zr, err := gzip.NewReader(in)
+	if err != nil {
+		return err
+	}
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, zr); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
