@@ -14,7 +14,7 @@ import (
 const slack = 2 * time.Millisecond
 
 func TestScenarioClientPause(t *testing.T) {
-	// gc-pause (S1): the lock behaved; the client misused it. The lease
+	// gc-pause: the lock behaved; the client misused it. The lease
 	// model has nothing to object to; the resource audit does.
 	r := gcPause(false).check(t, Options{Slack: slack})
 	expect(t, r, map[string]int{StaleWrite: 1, LostUpdate: 1, ExpiredWrite: 1})
@@ -31,7 +31,7 @@ func TestScenarioClientPause(t *testing.T) {
 }
 
 func TestScenarioPlainDelRelease(t *testing.T) {
-	// del-release (S9): A overruns its TTL, B acquires, A's plain DEL
+	// del-release: A overruns its TTL, B acquires, A's plain DEL
 	// removes B's lock, C acquires while B's lease is live.
 	h := newHist()
 	h.acquire(0, key, "A", 0, 5, ok)
@@ -46,7 +46,7 @@ func TestScenarioPlainDelRelease(t *testing.T) {
 }
 
 func TestScenarioRestartWithoutPersistence(t *testing.T) {
-	// restart-no-persist (S4): A holds; the node restarts empty, fence
+	// restart-no-persist: A holds; the node restarts empty, fence
 	// counter included; B acquires.
 	h := newHist()
 	h.acquire(0, key, "A", 0, 5, ok).fence(1)
@@ -61,7 +61,7 @@ func TestScenarioRestartWithoutPersistence(t *testing.T) {
 }
 
 func TestScenarioFailover(t *testing.T) {
-	// failover-double-grant (S6): replication is held back; A acquires on
+	// failover-double-grant: replication is held back; A acquires on
 	// the primary; the primary is cut off and a replica that never saw A's
 	// key is promoted; B acquires there. A, still talking to the old
 	// primary, renews happily.
@@ -80,7 +80,7 @@ func TestScenarioFailover(t *testing.T) {
 }
 
 func TestScenarioClockJump(t *testing.T) {
-	// clock-jump-single (S8): A holds; the node's clock jumps past the TTL
+	// clock-jump-single: A holds; the node's clock jumps past the TTL
 	// and A's key expires at once; B acquires.
 	h := newHist()
 	h.acquire(0, key, "A", 0, 5, ok)
@@ -93,7 +93,7 @@ func TestScenarioClockJump(t *testing.T) {
 }
 
 func TestScenarioExtendAfterExpiry(t *testing.T) {
-	// redsync-extend-after-expiry (S11): A pauses past its TTL; B acquires
+	// redsync-extend-after-expiry: A pauses past its TTL; B acquires
 	// and releases; A's extend re-creates the key and succeeds, so A
 	// believes it held the lock throughout.
 	h := newHist()

@@ -170,6 +170,11 @@ func New(s Spec) (*Cluster, error) {
 	return &Cluster{Topology: top.name, top: top, spec: s, planned: p, clients: map[int]map[string]string{}}, nil
 }
 
+// Fresh is an unstarted copy of the planned topology, to start once more.
+func (c *Cluster) Fresh() *Cluster {
+	return &Cluster{Topology: c.Topology, top: c.top, spec: c.spec, planned: c.planned, clients: map[int]map[string]string{}}
+}
+
 // Start plans and starts a topology (New, then Start).
 func Start(ctx context.Context, s Spec) (*Cluster, error) {
 	c, err := New(s)

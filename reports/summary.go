@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/lockharness/lockharness/checker"
 )
@@ -19,11 +20,13 @@ func Summary(w io.Writer, title, specLine string, res Results, dir string) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, k := range kinds {
 		s := res.Stats[k]
-		fmt.Fprintf(w, "  %-10s  ok %-6d fail %-6d info %-4d  p50 %.1fms  p99 %.1fms  max %.1fms\n",
+		fmt.Fprintf(tw, "  %-10s  ok %d\tfail %d\tinfo %d\tp50 %.1fms\tp99 %.1fms\tmax %.1fms\n",
 			k, s.OK, s.Fail, s.Info, s.P50Ms, s.P99Ms, s.MaxMs)
 	}
+	tw.Flush()
 	var an []string
 	for _, name := range checker.AnomalyNames {
 		an = append(an, fmt.Sprintf("%s %d", name, res.Anomalies[name]))

@@ -11,7 +11,7 @@ import (
 	"github.com/lockharness/lockharness/reports"
 )
 
-// Entry is a named, seeded scenario of the catalog (../shared/SCENARIOS.md):
+// Entry is a named, seeded scenario of the catalog (docs/scenarios.md):
 // a spec and what a correct harness must report for it.
 type Entry struct {
 	Name   string
@@ -103,28 +103,28 @@ func librarySpec(lock, nemesis string) Spec {
 var Catalog = []Entry{
 	{Name: "clean-cad", Source: "baseline", Story: "no faults",
 		Spec: entrySpec(cluster.Single, "cad", "none", 2*sec, 300*time.Millisecond, 8*sec), Expect: Expect{}},
-	{Name: "gc-pause", Source: "Kleppmann 2016 (S1)", Story: "a holder is frozen after acquiring, before its write, for longer than the TTL; another acquires and writes; the first wakes and writes",
+	{Name: "gc-pause", Source: "Kleppmann 2016", Story: "a holder is frozen after acquiring, before its write, for longer than the TTL; another acquires and writes; the first wakes and writes",
 		Spec: entrySpec(cluster.Single, "cad", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
 	{Name: "gc-pause-fenced", Source: "Kleppmann 2016", Story: "as gc-pause, with fencing tokens checked by the resource",
 		Spec: entrySpec(cluster.Single, "fenced", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Fenced: true}},
 	{Name: "gc-pause-renew", Source: "Redisson-style watchdogs", Story: "as gc-pause; the renewing watchdog freezes with the process",
 		Spec: entrySpec(cluster.Single, "renew", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
-	{Name: "del-release", Source: "Redis distributed-lock page (S9)", Story: "a holder overruns its TTL, another acquires, the first's plain DEL removes the second's lock, a third acquires",
+	{Name: "del-release", Source: "Redis distributed-lock page", Story: "a holder overruns its TTL, another acquires, the first's plain DEL removes the second's lock, a third acquires",
 		Spec: entrySpec(cluster.Single, "del", "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.ForeignRelease}},
 	{Name: "naive-crash", Source: "SETNX+EXPIRE folklore", Story: "the holder dies between SETNX and EXPIRE",
 		Spec: entrySpec(cluster.Single, "naive", "kill-client", 2*sec, 300*time.Millisecond, 6*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StuckLock}},
-	{Name: "restart-no-persist", Source: "Kleppmann 2016 (S4, one node)", Story: "a client holds; the node is killed and restarts empty; another acquires",
+	{Name: "restart-no-persist", Source: "Kleppmann 2016 (one node)", Story: "a client holds; the node is killed and restarts empty; another acquires",
 		// The holder holds for 1 s, longer than any backend takes to bring
 		// the node back (a container restart takes 150-300 ms), so the
 		// restarted node grants while the first holder still holds.
 		Spec: entrySpec(cluster.Single, "cad", "kill-node", 2*sec, sec, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "restart-aof-always", Source: "Redis persistence docs", Story: "as restart-no-persist, with appendonly yes and appendfsync always",
 		Spec: withPersistence(entrySpec(cluster.Single, "cad", "kill-node", 2*sec, sec, 8*sec), "aof-always"), Expect: Expect{}},
-	{Name: "clock-jump-single", Source: "Kleppmann 2016 (S8)", Story: "a client holds; the node's wall clock jumps forward past the TTL; another acquires",
+	{Name: "clock-jump-single", Source: "Kleppmann 2016", Story: "a client holds; the node's wall clock jumps forward past the TTL; another acquires",
 		Spec: entrySpec(cluster.Single, "cad", "clock-jump", 2*sec, 500*time.Millisecond, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
-	{Name: "failover-double-grant", Source: "Redis Sentinel docs; Jepsen Redis 2013 (S6)", Story: "a second before the holder releases, the primary is cut off from its replicas, the sentinels and some clients; the release and the next grant happen on it, unreplicated; the sentinels promote a replica that never saw the key; a client acquires there while the first still holds",
+	{Name: "failover-double-grant", Source: "Redis Sentinel docs; Jepsen Redis 2013", Story: "a second before the holder releases, the primary is cut off from its replicas, the sentinels and some clients; the release and the next grant happen on it, unreplicated; the sentinels promote a replica that never saw the key; a client acquires there while the first still holds",
 		Spec: entrySpec(cluster.Sentinel, "cad", "partition-primary", 5*sec, 4*sec, 12*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
-	{Name: "split-brain", Source: "Jepsen Redis 2013 (S7)", Story: "the primary and some clients are partitioned from the majority; both sides grant the lock until the partition heals and the old primary is demoted",
+	{Name: "split-brain", Source: "Jepsen Redis 2013", Story: "the primary and some clients are partitioned from the majority; both sides grant the lock until the partition heals and the old primary is demoted",
 		Spec: entrySpec(cluster.Sentinel, "cad", "split-brain", sec, 300*time.Millisecond, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "failover-wait", Source: "Redis WAIT docs", Story: "as failover-double-grant, with WAIT 1 after each grant; unacknowledged grants are released unused",
 		Spec: entrySpec(cluster.Sentinel, "wait", "partition-primary", 5*sec, 4*sec, 12*sec), Expect: Expect{Unsafe: true}, Compare: "failover-double-grant"},
@@ -132,17 +132,17 @@ var Catalog = []Entry{
 		Spec: redlockSpec("none"), Expect: Expect{}},
 	{Name: "redlock-partition-minority", Source: "Redis distributed-lock page", Story: "two of the five nodes are unreachable for some clients; a majority still decides",
 		Spec: redlockSpec("partition-minority"), Expect: Expect{}},
-	{Name: "redlock-clock-jump", Source: "Kleppmann 2016 (S3)", Story: "A locks n1-n3 (n4, n5 unreachable for A); n3's clock jumps past the TTL; B locks n3-n5 (n1, n2 unreachable for B)",
+	{Name: "redlock-clock-jump", Source: "Kleppmann 2016", Story: "A locks n1-n3 (n4, n5 unreachable for A); n3's clock jumps past the TTL; B locks n3-n5 (n1, n2 unreachable for B)",
 		Spec: redlockSpec("partition-majorities+clock-jump"), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
-	{Name: "redlock-restart", Source: "Kleppmann 2016 (S4)", Story: "A locks n1-n3; n3 restarts without persistence; B locks n3-n5",
+	{Name: "redlock-restart", Source: "Kleppmann 2016", Story: "A locks n1-n3; n3 restarts without persistence; B locks n3-n5",
 		Spec: redlockSpec("partition-majorities+kill-node"), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "redlock-delayed-restart", Source: "antirez 2016; Redis distributed-lock page", Story: "as redlock-restart, but n3 stays down longer than the TTL, as the page advises",
 		Spec: redlockSpec("partition-majorities+kill-node:delay=4s"), Expect: Expect{}},
-	{Name: "redsync-extend-after-expiry", Source: "go-redsync issue tracker (S11)", Story: "A (redsync with WithSetNXOnExtend) freezes past the TTL, B acquires and releases, A's Extend re-creates the keys and succeeds: A believed it held the lock throughout",
+	{Name: "redsync-extend-after-expiry", Source: "go-redsync issue tracker", Story: "A (redsync with WithSetNXOnExtend) freezes past the TTL, B acquires and releases, A's Extend re-creates the keys and succeeds: A believed it held the lock throughout",
 		Spec: librarySpec("redsync:setnx-on-extend:tries=1", "pause-past-release"), Expect: Expect{Unsafe: true, Anomaly: checker.ForeignRelease}},
 	{Name: "redsync-quorum-loss", Source: "Kleppmann 2016; go-redsync", Story: "A wins with exactly a quorum; one of those nodes restarts empty; B gains a quorum",
 		Spec: librarySpec("redsync:tries=1", "partition-majorities+kill-node"), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
-	{Name: "redlock-acquire-pause", Source: "Kleppmann 2016 (S5); antirez 2016", Story: "A freezes while its acquire replies are in flight, past the TTL; a correct validity computation rejects the late grant",
+	{Name: "redlock-acquire-pause", Source: "Kleppmann 2016; antirez 2016", Story: "A freezes while its acquire replies are in flight, past the TTL; a correct validity computation rejects the late grant",
 		Spec: redlockSpec("pause-acquire"), Expect: Expect{}},
 }
 

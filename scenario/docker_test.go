@@ -91,7 +91,7 @@ func TestDockerInterruptRemovesContainers(t *testing.T) {
 	t.Cleanup(proc.KillAll)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(8*time.Second, cancel)
-	out, err := Run(ctx, s, Options{Store: t.TempDir(), WorkerBin: workerBin})
+	out, err := RunSpec(ctx, s, Options{Store: t.TempDir(), WorkerBin: workerBin})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,15 +48,22 @@ const (
 	margin = time.Second
 )
 
-// Run carries out one run. An interrupted run (ctx cancelled) still stops
-// everything, checks what it recorded and writes results.json, with the
-// verdict unknown. The error is for the harness's own failures.
-func Run(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
+// RunSpec resolves a spec and runs it (Resolve, then Run).
+func RunSpec(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 	plan, err := spec.Resolve()
 	if err != nil {
 		return Outcome{}, err
 	}
-	spec = plan.Spec
+	return Run(ctx, plan, opt)
+}
+
+// Run carries out one resolved run. A plan may be run again, with another
+// Spec.Seed if wanted: each run starts a fresh topology. An interrupted run
+// (ctx cancelled) still stops everything, checks what it recorded and
+// writes results.json, with the verdict unknown. The error is for the
+// harness's own failures.
+func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
+	spec := plan.Spec
 	dir, err := reports.NewRunDir(opt.Store, spec.Name, time.Now())
 	if err != nil {
 		return Outcome{}, err
@@ -126,7 +133,7 @@ type rig struct {
 // the workers. On error, whatever started is stopped again; otherwise
 // close stops everything.
 func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any)) (r *rig, err error) {
-	spec, cl := plan.Spec, plan.Cluster
+	spec, cl := plan.Spec, plan.Cluster.Fresh()
 	r = &rig{cl: cl, net: faults.NewNetwork()}
 	defer func() {
 		if err != nil {

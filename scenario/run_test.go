@@ -58,7 +58,7 @@ func run(t *testing.T, s Spec) reports.Results {
 	t.Helper()
 	needRedis(t)
 	t.Cleanup(proc.KillAll)
-	out, err := Run(context.Background(), s, Options{Store: t.TempDir(), WorkerBin: workerBin})
+	out, err := RunSpec(context.Background(), s, Options{Store: t.TempDir(), WorkerBin: workerBin})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -173,7 +173,7 @@ func TestInterruptStopsEverything(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(2*time.Second, cancel)
 	start := time.Now()
-	out, err := Run(ctx, spec("cad", "pause-client", 60*time.Second, 1), Options{Store: t.TempDir(), WorkerBin: workerBin})
+	out, err := RunSpec(ctx, spec("cad", "pause-client", 60*time.Second, 1), Options{Store: t.TempDir(), WorkerBin: workerBin})
 	if err != nil {
 		t.Fatal(err)
 	}

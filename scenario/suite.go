@@ -22,6 +22,22 @@ type Planned struct {
 	Row    string
 	Spec   Spec
 	Expect *Expect
+	// plan is Spec resolved (ResolveSuite), or nil until then.
+	plan *Plan
+}
+
+// ResolveSuite resolves every planned run's spec once, so that a suite
+// that cannot run is refused before anything starts, and RunSuite runs
+// what was resolved.
+func ResolveSuite(ps []Planned) error {
+	for i := range ps {
+		plan, err := ps[i].Spec.Resolve()
+		if err != nil {
+			return fmt.Errorf("%s seed %d: %w", ps[i].Row, ps[i].Spec.Seed, err)
+		}
+		ps[i].plan = &plan
+	}
+	return nil
 }
 
 // Suites are the named suites `harness suite` runs.
@@ -142,7 +158,8 @@ type SuiteOptions struct {
 	Progress io.Writer
 }
 
-// RunSuite carries out the planned runs one after another, rewriting the
+// RunSuite carries out the planned runs (resolving any that ResolveSuite
+// did not) one after another, rewriting the
 // suite's results.json and index.html under store/suites/<stamp>/ after
 // each, so an interrupted suite leaves a readable partial report. A run the
 // harness fails counts as missed; a cancelled context stops the suite.
@@ -153,13 +170,24 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 		return reports.Suite{}, "", err
 	}
 	suite := reports.Suite{Name: name, Started: start, Planned: len(plan)}
+	width := 0 // the longest row name, so that progress lines line up
+	for _, p := range plan {
+		width = max(width, len(p.Row))
+	}
 	rows := map[string]int{}
 	for i, p := range plan {
 		if ctx.Err() != nil {
 			break
 		}
 		runStart := time.Now()
-		out, err := Run(ctx, p.Spec, Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, WorkerBin: opt.WorkerBin})
+		runOpt := Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, WorkerBin: opt.WorkerBin}
+		var out Outcome
+		var err error
+		if p.plan != nil {
+			out, err = Run(ctx, *p.plan, runOpt)
+		} else {
+			out, err = RunSpec(ctx, p.Spec, runOpt)
+		}
 		cell := reports.SuiteCell{Seed: p.Spec.Seed, Seconds: time.Since(runStart).Seconds()}
 		if out.Dir != "" {
 			abs, _ := filepath.Abs(out.Dir)
@@ -211,8 +239,8 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 			return suite, dir, err
 		}
 		if opt.Progress != nil {
-			fmt.Fprintf(opt.Progress, "[%d/%d] %-28s seed %-3d %-8s %-12s %5.1fs · elapsed %s · met %d, missed %d\n",
-				i+1, len(plan), p.Row, p.Spec.Seed, cell.Verdict, outcome, cell.Seconds,
+			fmt.Fprintf(opt.Progress, "[%*d/%d] %-*s seed %-3d %-8s %-12s %5.1fs · elapsed %s · met %d, missed %d\n",
+				len(fmt.Sprint(len(plan))), i+1, len(plan), width, p.Row, p.Spec.Seed, cell.Verdict, outcome, cell.Seconds,
 				time.Since(start).Round(time.Second), suite.Met, suite.Missed)
 		}
 	}

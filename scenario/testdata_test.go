@@ -27,7 +27,7 @@ func TestRecordTestdata(t *testing.T) {
 		t.Run(e.Name, func(t *testing.T) {
 			s := e.Spec
 			s.Name, s.Seed = e.Name, 1
-			out, err := Run(context.Background(), s, Options{Store: t.TempDir(), WorkerBin: workerBin})
+			out, err := RunSpec(context.Background(), s, Options{Store: t.TempDir(), WorkerBin: workerBin})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -132,3 +132,26 @@ func TestCheckRefusesMalformedAndCallsEmptyUnknown(t *testing.T) {
 		t.Errorf("empty: exit %d, stdout %q", code, stdout.String())
 	}
 }
+
+// The example in docs/history.md is a history `harness check` takes.
+func TestHistoryDocExampleChecks(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "history.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, `{"index"`) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 4 {
+		t.Fatalf("docs/history.md has %d example lines", len(lines))
+	}
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"check", path}, &stdout, &stderr); code == exitHarness || code == exitUsage {
+		t.Errorf("the example is refused: exit %d: %s", code, stderr.String())
+	}
+}

@@ -50,7 +50,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(stderr, "%v", err)
 	}
-	entry.Spec = plan.Spec
+	entry.Spec = plan.Spec // defaults filled in, for the lines below
 
 	ctx, stop := interruptible(stderr)
 	defer stop()
@@ -70,14 +70,14 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	met := 0
 	interrupted := false
 	for i := 0; i < *seeds; i++ {
-		spec := entry.Spec
-		spec.Seed = *first + int64(i)
+		plan.Spec.Seed = *first + int64(i)
+		spec := plan.Spec
 		opt := scenario.Options{Store: *store, CheckTimeout: *checkTimeout}
 		if *verbose {
 			opt.Progress = stderr
 		}
 		runStart := time.Now()
-		res, err := scenario.Run(ctx, spec, opt)
+		res, err := scenario.Run(ctx, plan, opt)
 		took = append(took, time.Since(runStart))
 		cell := reports.SuiteCell{Seed: spec.Seed, Seconds: took[i].Seconds(), Run: res.Dir}
 		if ctx.Err() != nil {

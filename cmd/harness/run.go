@@ -57,7 +57,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		human = stderr
 	}
-	out, err := scenario.Run(ctx, spec, opt)
+	out, err := scenario.Run(ctx, plan, opt)
 	if out.Dir != "" && out.Results.Spec != nil {
 		reports.Summary(human, "lockharness run "+spec.Name, spec.Line(), out.Results, out.Dir)
 		if *asJSON {

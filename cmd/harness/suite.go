@@ -45,9 +45,9 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	}
 	for i := range plan {
 		onBackend(&plan[i].Spec)
-		if err := plan[i].Spec.Validate(); err != nil {
-			return c.fail(stderr, "%v", err)
-		}
+	}
+	if err := scenario.ResolveSuite(plan); err != nil {
+		return c.fail(stderr, "%v", err)
 	}
 	ctx, stop := interruptible(stderr)
 	defer stop()

@@ -201,9 +201,6 @@ func (v Values) Flag(name string) bool {
 	return ok
 }
 
-// Has reports whether the option was given.
-func (v Values) Has(name string) bool { return v.Flag(name) }
-
 // Get is the option's value, or def when it was not given.
 func (v Values) Get(name, def string) string {
 	if val, ok := v[name]; ok {
