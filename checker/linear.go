@@ -16,10 +16,7 @@ import (
 // when some grant carries a fence. It must finish by deadline; a key whose
 // check does not is unknown.
 func (c *checker) checkLinearizability(deadline time.Time) error {
-	ops, err := models.Operations(c.events)
-	if err != nil {
-		return err
-	}
+	ops := models.FromOps(c.events, c.ops)
 	keys, parts := models.ByKey(ops)
 	lin := &c.res.Linearizability
 	lin.Models = append(lin.Models, checkModel(LeaseLockModel, models.LeaseLock(c.res.opts.Slack), keys, parts, deadline))

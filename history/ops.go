@@ -72,36 +72,42 @@ func (o *Op) AboutTheLock() bool { return o.Reason != ReasonRejected }
 // pairing is the one place invokes are matched with their completions: it
 // follows which operation each process has outstanding.
 type pairing struct {
-	open map[Process]int // process -> its outstanding op
+	open map[Process]pending
 }
 
-func newPairing() pairing { return pairing{open: make(map[Process]int)} }
+// pending is a process's outstanding invoke.
+type pending struct {
+	op    int // the caller's number for the operation
+	f     string
+	index int // the invoke's history index
+}
+
+func newPairing() pairing { return pairing{open: make(map[Process]pending)} }
 
 // invoke opens operation op for e's process, or says why it cannot: the
-// process has another outstanding (open names it).
-func (p *pairing) invoke(e *Event, op int, open func(op int) *Event) error {
-	if j, busy := p.open[e.Process]; busy {
-		inv := open(j)
+// process has another outstanding.
+func (p *pairing) invoke(e *Event, op int) error {
+	if q, busy := p.open[e.Process]; busy {
 		return fmt.Errorf("process %s invokes %s while its %s invoked at event %d is still outstanding",
-			e.Process, e.F, inv.F, inv.Index)
+			e.Process, e.F, q.f, q.index)
 	}
-	p.open[e.Process] = op
+	p.open[e.Process] = pending{op: op, f: e.F, index: e.Index}
 	return nil
 }
 
 // complete closes e's process's outstanding operation and returns it, or
 // says why e completes nothing.
-func (p *pairing) complete(e *Event, open func(op int) *Event) (int, error) {
-	j, busy := p.open[e.Process]
+func (p *pairing) complete(e *Event) (int, error) {
+	q, busy := p.open[e.Process]
 	if !busy {
 		return -1, fmt.Errorf("%s completion of %s by process %s has no outstanding invoke", e.Type, e.F, e.Process)
 	}
-	if inv := open(j); e.F != inv.F {
+	if e.F != q.f {
 		return -1, fmt.Errorf("%s completion of %s by process %s does not match its outstanding %s invoked at event %d",
-			e.Type, e.F, e.Process, inv.F, inv.Index)
+			e.Type, e.F, e.Process, q.f, q.index)
 	}
 	delete(p.open, e.Process)
-	return j, nil
+	return q.op, nil
 }
 
 // Ops pairs every completion with its process's outstanding invoke and
@@ -114,7 +120,6 @@ func (p *pairing) complete(e *Event, open func(op int) *Event) (int, error) {
 func Ops(events []Event) ([]Op, error) {
 	ops := make([]Op, 0, len(events)/2+1)
 	p := newPairing()
-	invokeOf := func(j int) *Event { return &events[ops[j].Inv] }
 	var first error
 	fail := func(e *Event, err error) {
 		if first == nil {
@@ -128,15 +133,16 @@ func Ops(events []Event) ([]Op, error) {
 		}
 		switch e.Type {
 		case Invoke:
-			if err := p.invoke(e, len(ops), invokeOf); err != nil {
+			if err := p.invoke(e, len(ops)); err != nil {
 				fail(e, err)
-				p.open[e.Process] = len(ops) // the older one stays unfinished
+				// The older one stays unfinished.
+				p.open[e.Process] = pending{op: len(ops), f: e.F, index: e.Index}
 			}
 			ops = append(ops, Op{F: e.F, Process: e.Process, Client: e.Client, Key: e.Key, Token: e.Token,
 				Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs, Final: e.Final,
 				Type: Info, Read: e.Value, Inv: i, Done: -1, InvT: e.Time})
 		case OK, Fail, Info:
-			j, err := p.complete(e, invokeOf)
+			j, err := p.complete(e)
 			if err != nil {
 				fail(e, err)
 				continue

@@ -26,16 +26,15 @@ type Validator struct {
 	n       int
 	last    int64
 	pairing pairing
-	invokes map[int]Event // outstanding invokes, by position
 }
 
 // NewValidator starts checking a history from its first event.
-func NewValidator() *Validator {
-	return &Validator{pairing: newPairing(), invokes: make(map[int]Event)}
-}
+func NewValidator() *Validator { return &Validator{pairing: newPairing()} }
 
 // Next checks the next event.
-func (v *Validator) Next(e Event) error {
+func (v *Validator) Next(e Event) error { return v.next(&e) }
+
+func (v *Validator) next(e *Event) error {
 	pos := v.n
 	v.n++
 	if err := e.validate(); err != nil {
@@ -51,28 +50,19 @@ func (v *Validator) Next(e Event) error {
 	if e.IsNemesis() {
 		return nil
 	}
-	open := func(op int) *Event { inv := v.invokes[op]; return &inv }
 	if e.Type == Invoke {
-		if err := v.pairing.invoke(&e, pos, open); err != nil {
-			return err
-		}
-		v.invokes[pos] = e
-		return nil
+		return v.pairing.invoke(e, pos)
 	}
-	op, err := v.pairing.complete(&e, open)
-	if err != nil {
-		return err
-	}
-	delete(v.invokes, op)
-	return nil
+	_, err := v.pairing.complete(e)
+	return err
 }
 
 // Validate checks a whole history; an error names the event's index.
 func Validate(events []Event) error {
 	v := NewValidator()
-	for _, e := range events {
-		if err := v.Next(e); err != nil {
-			return fmt.Errorf("event %d: %w", e.Index, err)
+	for i := range events {
+		if err := v.next(&events[i]); err != nil {
+			return fmt.Errorf("event %d: %w", events[i].Index, err)
 		}
 	}
 	return nil
@@ -86,7 +76,7 @@ const (
 )
 
 // validate checks what one event must be on its own.
-func (e Event) validate() error {
+func (e *Event) validate() error {
 	if e.Time < 0 {
 		return fmt.Errorf("time %d is negative", e.Time)
 	}

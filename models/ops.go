@@ -120,16 +120,22 @@ type Output struct {
 // order of appearance, so porcupine's visualization draws one lane per
 // process. Operations come out in invoke order.
 func Operations(events []history.Event) ([]porcupine.Operation, error) {
+	all, err := history.Ops(events)
+	if err != nil {
+		return nil, err
+	}
+	return FromOps(events, all), nil
+}
+
+// FromOps is Operations for a history already paired into all (see
+// history.Ops).
+func FromOps(events []history.Event, all []history.Op) []porcupine.Operation {
 	var end int64
 	for i := range events {
 		end = max(end, events[i].Time)
 	}
 	end++ // after the last event: unknown outcomes land no later than "never"
 
-	all, err := history.Ops(events)
-	if err != nil {
-		return nil, err
-	}
 	lockOps := make([]*history.Op, 0, len(all))
 	for i := range all {
 		if all[i].Lease() {
@@ -184,7 +190,7 @@ func Operations(events []history.Event) ([]porcupine.Operation, error) {
 		in.Anonymous = kind == Acquire && uses[kt] == 1
 		ops[i] = porcupine.Operation{ClientId: lane, Input: in, Call: o.InvT, Output: out, Return: ret}
 	}
-	return ops, nil
+	return ops
 }
 
 // lockKind maps a history operation to a lock operation; resource writes
