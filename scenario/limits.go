@@ -52,12 +52,19 @@ func clientsFit(n int, cl *cluster.Cluster) error {
 		bounds = append(bounds, bound{(free - harnessThreads) / workerThreads,
 			fmt.Sprintf("%d more threads (pid_max, threads-max, ulimit -u), about %d per worker", free, workerThreads)})
 	}
-	// One more slot than n runs at the end: the liveness check's client.
-	for _, b := range bounds {
-		if n+1 > b.clients {
-			return fmt.Errorf("--clients %d is more than this machine can run: each client is a worker process with %d links; %s allow at most %d clients",
-				n, links, b.why, max(b.clients-1, 0))
+	if len(bounds) == 0 {
+		return nil
+	}
+	tightest := bounds[0]
+	for _, b := range bounds[1:] {
+		if b.clients < tightest.clients {
+			tightest = b
 		}
+	}
+	// One more slot than n runs at the end: the liveness check's client.
+	if n+1 > tightest.clients {
+		return fmt.Errorf("--clients %d is more than this machine can run: each client is a worker process with a link of its own to each of %d nodes and sentinels; %s allow at most %d clients",
+			n, links, tightest.why, max(tightest.clients-1, 0))
 	}
 	return nil
 }
