@@ -7,6 +7,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,18 +89,13 @@ type Cluster struct {
 	Nodes []Node
 	// Sentinels watch the nodes (sentinel topology only).
 	Sentinels []Node
-	// Internal maps a node's name to the address its peers and monitors
+	top       *topology
+	spec      Spec
+	planned   plan
+	backend   backend
+	// internal maps a node's name to the address its peers and monitors
 	// use for it: its internal link (topologies with Replication).
-	Internal map[string]string
-	// Master is the name the sentinels monitor the primary under.
-	Master string
-
-	top     *topology
-	spec    Spec
-	planned plan
-	backend backend
-	// clients holds each client slot's link names, by node.
-	clients map[int]map[string]string
+	internal map[string]string
 }
 
 // backend starts nodes somewhere: as local processes or as containers.
@@ -167,12 +163,12 @@ func New(s Spec) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{Topology: top.name, top: top, spec: s, planned: p, clients: map[int]map[string]string{}}, nil
+	return &Cluster{Topology: top.name, top: top, spec: s, planned: p}, nil
 }
 
 // Fresh is an unstarted copy of the planned topology, to start once more.
 func (c *Cluster) Fresh() *Cluster {
-	return &Cluster{Topology: c.Topology, top: c.top, spec: c.spec, planned: c.planned, clients: map[int]map[string]string{}}
+	return &Cluster{Topology: c.Topology, top: c.top, spec: c.spec, planned: c.planned}
 }
 
 // Start plans and starts a topology (New, then Start).
@@ -215,6 +211,37 @@ func (c *Cluster) NodeNames() []string { return append([]string(nil), c.planned.
 
 // SentinelNames are the names of the topology's sentinels, started or not.
 func (c *Cluster) SentinelNames() []string { return append([]string(nil), c.planned.sentinels...) }
+
+// Servers are the started nodes and sentinels, nodes first.
+func (c *Cluster) Servers() []Node { return append(append([]Node(nil), c.Nodes...), c.Sentinels...) }
+
+// ServerVersions asks every started node and sentinel which server it is
+// (INFO server) and says, by name, its version and what it runs from: the
+// executable, or the docker backend's image. A server that does not answer
+// says why.
+func (c *Cluster) ServerVersions(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	for _, n := range c.Servers() {
+		v, err := query(ctx, n.Addr(), "INFO", "server")
+		if err != nil {
+			out[n.Name()] = "unknown (" + err.Error() + ")"
+			continue
+		}
+		info := map[string]string{}
+		text, _ := v.(string)
+		for _, line := range strings.Split(text, "\n") {
+			if k, val, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+				info[k] = val
+			}
+		}
+		from := info["executable"]
+		if c.spec.Backend == BackendDocker {
+			from = "image " + cmp.Or(c.spec.Image, DefaultImage)
+		}
+		out[n.Name()] = fmt.Sprintf("%s (%s)", info["redis_version"], from)
+	}
+	return out
+}
 
 // nodeConfig is how a topology starts a planned node: in its own
 // directory, with the spec's persistence and clock.

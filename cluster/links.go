@@ -1,9 +1,6 @@
 package cluster
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // Link names: the one place they are spelled. Faults find a link by the
 // name a Cluster method gives them.
@@ -33,30 +30,27 @@ func (c *Cluster) ConnectClient(slot int) (ClientAccess, error) {
 	if len(c.Nodes) == 0 {
 		return ClientAccess{}, fmt.Errorf("topology %s has not started", c.Topology)
 	}
-	names := map[string]string{}
 	addrs := map[string]string{}
-	for _, n := range append(append([]Node(nil), c.Nodes...), c.Sentinels...) {
-		name := clientLinkName(slot, n.Name())
-		addr, err := c.spec.Link(name, n.Addr())
+	for _, n := range c.Servers() {
+		addr, err := c.spec.Link(clientLinkName(slot, n.Name()), n.Addr())
 		if err != nil {
 			return ClientAccess{}, err
 		}
-		names[n.Name()], addrs[n.Name()] = name, addr
+		addrs[n.Name()] = addr
 	}
-	c.clients[slot] = names
 	return c.top.access(c, func(node string) string { return addrs[node] }), nil
 }
 
 // ClientLink is the name of client slot's link to a node or sentinel.
 func (c *Cluster) ClientLink(slot int, node string) string { return clientLinkName(slot, node) }
 
-// ClientLinks are the names of every link of client slot, sorted.
+// ClientLinks are the names of client slot's links, one to every node and
+// sentinel (ConnectClient makes them).
 func (c *Cluster) ClientLinks(slot int) []string {
 	var out []string
-	for _, name := range c.clients[slot] {
-		out = append(out, name)
+	for _, n := range append(c.NodeNames(), c.planned.sentinels...) {
+		out = append(out, clientLinkName(slot, n))
 	}
-	sort.Strings(out)
 	return out
 }
 
@@ -66,7 +60,7 @@ func (c *Cluster) InternalLink(node string) (string, error) {
 	if err := c.Can(Replication); err != nil {
 		return "", err
 	}
-	if _, ok := c.Internal[node]; !ok {
+	if _, ok := c.internal[node]; !ok {
 		return "", fmt.Errorf("topology %s has no node %q", c.Topology, node)
 	}
 	return internalLinkName(node), nil

@@ -1,9 +1,6 @@
 package cluster
 
-import (
-	"context"
-	"fmt"
-)
+import "fmt"
 
 // DefaultRedlockNodes is the size of a redlock topology unless told otherwise.
 const DefaultRedlockNodes = 5
@@ -28,23 +25,8 @@ var redlock = topology{
 		}
 		return p, nil
 	},
-	start: func(ctx context.Context, c *Cluster) error {
-		for _, name := range c.planned.nodes {
-			node, err := c.startNode(ctx, c.nodeConfig(name))
-			if err != nil {
-				return err
-			}
-			c.Nodes = append(c.Nodes, node)
-		}
-		return nil
-	},
-	access: func(c *Cluster, link func(string) string) ClientAccess {
-		var a ClientAccess
-		for _, n := range c.planned.nodes {
-			a.Nodes = append(a.Nodes, link(n))
-		}
-		return a
-	},
+	start:  startEachNode,
+	access: eachNode,
 }
 
 // Quorum is the majority of the topology's nodes.

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,12 +41,12 @@ var sentinel = topology{
 	},
 	start: startSentinel,
 	access: func(c *Cluster, link func(string) string) ClientAccess {
-		a := ClientAccess{Master: c.Master, Dial: map[string]string{}}
+		a := ClientAccess{Master: masterName, Dial: map[string]string{}}
 		for _, s := range c.planned.sentinels {
 			a.Sentinels = append(a.Sentinels, link(s))
 		}
 		for _, n := range c.planned.nodes {
-			a.Dial[c.Internal[n]] = link(n)
+			a.Dial[c.internal[n]] = link(n)
 		}
 		return a
 	},
@@ -58,7 +57,7 @@ func startSentinel(ctx context.Context, c *Cluster) error {
 	if s.Link == nil {
 		return errors.New("sentinel topology needs a Link function for its internal proxies")
 	}
-	c.Internal, c.Master = map[string]string{}, masterName
+	c.internal = map[string]string{}
 	names := c.planned.nodes
 	ports := map[string]int{}
 	for _, name := range names {
@@ -71,11 +70,11 @@ func startSentinel(ctx context.Context, c *Cluster) error {
 		if err != nil {
 			return err
 		}
-		c.Internal[name] = addr
+		c.internal[name] = addr
 	}
-	primaryHost, primaryPort, _ := net.SplitHostPort(c.Internal[names[0]])
+	primaryHost, primaryPort, _ := net.SplitHostPort(c.internal[names[0]])
 	for i, name := range names {
-		_, announcePort, _ := net.SplitHostPort(c.Internal[name])
+		_, announcePort, _ := net.SplitHostPort(c.internal[name])
 		cfg := c.nodeConfig(name)
 		cfg.Port = ports[name]
 		cfg.Args = []string{
@@ -111,7 +110,7 @@ func startSentinel(ctx context.Context, c *Cluster) error {
 		}
 		c.Sentinels = append(c.Sentinels, n)
 	}
-	return c.waitSettled(ctx, c.Internal[names[0]], 30*time.Second)
+	return c.waitSettled(ctx, c.internal[names[0]], 30*time.Second)
 }
 
 // waitSettled waits until the primary at primaryAddr has both replicas
@@ -177,34 +176,6 @@ func (c *Cluster) settled(ctx context.Context, primaryAddr string) error {
 	return nil
 }
 
-// ServerVersions asks every started node and sentinel which server it is
-// (INFO server) and says, by name, its version and what it runs from: the
-// executable, or the docker backend's image. A server that does not answer
-// says why.
-func (c *Cluster) ServerVersions(ctx context.Context) map[string]string {
-	out := map[string]string{}
-	for _, n := range append(append([]Node(nil), c.Nodes...), c.Sentinels...) {
-		v, err := query(ctx, n.Addr(), "INFO", "server")
-		if err != nil {
-			out[n.Name()] = "unknown (" + err.Error() + ")"
-			continue
-		}
-		info := map[string]string{}
-		text, _ := v.(string)
-		for _, line := range strings.Split(text, "\n") {
-			if k, val, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-				info[k] = val
-			}
-		}
-		from := info["executable"]
-		if c.spec.Backend == BackendDocker {
-			from = "image " + cmp.Or(c.spec.Image, DefaultImage)
-		}
-		out[n.Name()] = fmt.Sprintf("%s (%s)", info["redis_version"], from)
-	}
-	return out
-}
-
 // field reads a key from a RESP2 flat array or a RESP3 map entry.
 func field(entry any, key string) string {
 	switch e := entry.(type) {
@@ -224,7 +195,7 @@ func field(entry any, key string) string {
 
 func (c *Cluster) nodeByInternal(addr string) Node {
 	for _, n := range c.Nodes {
-		if c.Internal[n.Name()] == addr {
+		if c.internal[n.Name()] == addr {
 			return n
 		}
 	}

@@ -1,9 +1,6 @@
 package cluster
 
-import (
-	"context"
-	"fmt"
-)
+import "fmt"
 
 // single is one Redis node: the lock service most teams start with.
 var single = topology{
@@ -15,14 +12,6 @@ var single = topology{
 		}
 		return plan{nodes: []string{"n1"}}, nil
 	},
-	start: func(ctx context.Context, c *Cluster) error {
-		n, err := c.startNode(ctx, c.nodeConfig("n1"))
-		if n != nil {
-			c.Nodes = append(c.Nodes, n)
-		}
-		return err
-	},
-	access: func(c *Cluster, link func(string) string) ClientAccess {
-		return ClientAccess{Nodes: []string{link("n1")}}
-	},
+	start:  startEachNode,
+	access: eachNode,
 }

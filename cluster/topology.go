@@ -43,6 +43,29 @@ type topology struct {
 	access func(c *Cluster, link func(node string) string) ClientAccess
 }
 
+// startEachNode starts every planned node as it is, one after another:
+// topologies of independent nodes need nothing more.
+func startEachNode(ctx context.Context, c *Cluster) error {
+	for _, name := range c.planned.nodes {
+		n, err := c.startNode(ctx, c.nodeConfig(name))
+		if err != nil {
+			return err
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	return nil
+}
+
+// eachNode is how a client reaches independent nodes: directly, through
+// its link to each.
+func eachNode(c *Cluster, link func(string) string) ClientAccess {
+	var a ClientAccess
+	for _, n := range c.planned.nodes {
+		a.Nodes = append(a.Nodes, link(n))
+	}
+	return a
+}
+
 // plan is what a topology will start.
 type plan struct {
 	nodes, sentinels []string

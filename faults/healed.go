@@ -3,8 +3,6 @@ package faults
 import (
 	"fmt"
 	"strings"
-
-	"github.com/lockharness/lockharness/cluster"
 )
 
 // Healed reports what a fault left behind, or nil when everything is as
@@ -18,7 +16,7 @@ func (e *Env) Healed() error {
 	if links := e.Net.Faulted(); len(links) > 0 {
 		left = append(left, "links with toxics: "+strings.Join(links, "; "))
 	}
-	for _, n := range append(append([]cluster.Node(nil), e.Cluster.Nodes...), e.Cluster.Sentinels...) {
+	for _, n := range e.Cluster.Servers() {
 		switch {
 		case !n.Running():
 			left = append(left, n.Name()+" is down")

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -56,9 +55,7 @@ func TestExpectations(t *testing.T) {
 
 func runEntry(t *testing.T, name string, seed int64) reports.Results {
 	t.Helper()
-	if _, err := exec.LookPath("redis-sentinel"); err != nil {
-		t.Skip("redis-sentinel not installed; run `make setup`")
-	}
+	needSentinel(t)
 	e, err := Lookup(name)
 	if err != nil {
 		t.Fatal(err)

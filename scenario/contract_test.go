@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"math/rand"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -156,12 +155,4 @@ func startTestRig(t *testing.T, plan Plan) (*rig, *history.Recorder) {
 		}
 	})
 	return r, rec
-}
-
-func needSentinel(t *testing.T) {
-	t.Helper()
-	needRedis(t)
-	if _, err := exec.LookPath("redis-sentinel"); err != nil {
-		t.Skip("redis-sentinel not installed; run `make setup`")
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -39,8 +38,8 @@ func clientsFit(n int, cl *cluster.Cluster) error {
 		why     string
 	}
 	var bounds []bound
-	var files syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &files) == nil {
+	var files unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &files) == nil {
 		bounds = append(bounds, bound{int((int64(files.Cur) - harnessFiles) / int64(perClient)),
 			fmt.Sprintf("%d open files (ulimit -n), %d per client", files.Cur, perClient)})
 	}

@@ -46,6 +46,14 @@ func needRedis(t *testing.T) {
 	}
 }
 
+func needSentinel(t *testing.T) {
+	t.Helper()
+	needRedis(t)
+	if _, err := exec.LookPath("redis-sentinel"); err != nil {
+		t.Skip("redis-sentinel not installed; run `make setup`")
+	}
+}
+
 func spec(lock, nemesis string, limit time.Duration, seed int64) Spec {
 	s := Defaults()
 	s.Lock, s.Nemesis, s.TimeLimit, s.Seed = lock, nemesis, Duration(limit), seed
