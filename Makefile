@@ -3,14 +3,14 @@ GO    ?= go
 BIN   := bin/harness
 SHIM  := bin/libclockshim.so
 SUDO  := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-PKGS  := redis-server redis-sentinel redis-tools chromium
+PKGS  := redis-server redis-sentinel redis-tools chromium python3-redis
 
 IMAGE ?= lockharness/redis:local
 # The checkout the binary is built from, for `harness version` and results.json.
 COMMIT  := $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/lockharness/lockharness/internal/version.commit=$(COMMIT)
 
-.PHONY: setup deps build docker-image docker-clean test test-short fuzz testdata lint bench repro-failover repro suite suite-full report serve clean
+.PHONY: setup deps build example docker-image docker-clean test test-short fuzz testdata lint bench repro-failover repro suite suite-full report serve clean
 
 ## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
 setup: deps build
@@ -18,8 +18,8 @@ setup: deps build
 	else echo "no Docker engine answers: skipping the node image; the docker backend's tests will skip"; fi
 
 deps:
-	@if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null && command -v chromium >/dev/null; then \
-		echo "redis: $$(redis-server --version | cut -d' ' -f3); $$(chromium --version 2>/dev/null)"; \
+	@if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null && command -v chromium >/dev/null && /usr/bin/python3 -c 'import redis' 2>/dev/null; then \
+		echo "redis: $$(redis-server --version | cut -d' ' -f3); $$(chromium --version 2>/dev/null); redis-py $$(/usr/bin/python3 -c 'import redis; print(redis.__version__)')"; \
 	else \
 		echo "installing $(PKGS) from Debian's packages"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PKGS); \
@@ -53,9 +53,14 @@ docker-clean:
 	done; echo "removed $$n harness containers"
 
 ## test: lint, every test (including real redis-server processes under faults, and the recorded runs in testdata/), then a short fuzz of decode → check → report
-test: lint
+test: lint example
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -run '^$$' -fuzz FuzzDecodeCheckReport -fuzztime $(or $(FUZZTIME),10s) -fuzzminimizetime 20x ./reports
+
+## example: build examples/customlock (a harness binary with a lock of its own, through the Go API) and run it for a clean, valid run
+example:
+	cd examples/customlock && $(GO) vet . && $(GO) build -o ../../bin/customlock-harness .
+	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; bin/customlock-harness run --lock ourlock --nemesis none --time-limit 4s --store $$d >/dev/null 2>&1 && echo "examples/customlock: ourlock valid"
 
 ## fuzz: fuzz decode → check → report for longer (FUZZTIME, default 5m)
 fuzz:

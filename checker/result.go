@@ -157,6 +157,10 @@ type Result struct {
 	// Notes explain an unknown verdict or a check that could not run, and
 	// say so when porcupine and the overlap audit disagree.
 	Notes []string `json:"notes,omitempty"`
+	// Unjudged counts, per anomaly, the findings that rest on when a lease
+	// ended, for leases renewed where the harness cannot see: they make
+	// the verdict unknown, not invalid.
+	Unjudged map[string]int `json:"unjudged,omitempty"`
 	// Linearizability is porcupine's verdict on the lock operations.
 	Linearizability Linearizability `json:"linearizability"`
 

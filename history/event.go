@@ -113,6 +113,11 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	// Final marks the closing liveness check's operations.
 	Final bool `json:"final,omitempty"`
+	// UnseenRenewals marks an acquire by a client whose lock renews its
+	// leases in the background where the harness cannot see it: how long
+	// such a lease lasted is unknown, so nothing that depends on it is
+	// judged.
+	UnseenRenewals bool `json:"unseen_renewals,omitempty"`
 	// Phase, Target and Detail describe nemesis events.
 	Phase  string `json:"phase,omitempty"`
 	Target string `json:"target,omitempty"`

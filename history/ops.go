@@ -19,6 +19,8 @@ type Op struct {
 	TTLMs   int64
 	ValidMs int64
 	Final   bool
+	// UnseenRenewals: see Event.UnseenRenewals.
+	UnseenRenewals bool
 	// Type is the outcome: ok, fail or info. An invoke that never
 	// completed is info, because it may still have taken effect.
 	Type string
@@ -139,7 +141,7 @@ func Ops(events []Event) ([]Op, error) {
 				p.open[e.Process] = pending{op: len(ops), f: e.F, index: e.Index}
 			}
 			ops = append(ops, Op{F: e.F, Process: e.Process, Client: e.Client, Key: e.Key, Token: e.Token,
-				Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs, Final: e.Final,
+				Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs, Final: e.Final, UnseenRenewals: e.UnseenRenewals,
 				Type: Info, Read: e.Value, Inv: i, Done: -1, InvT: e.Time})
 		case OK, Fail, Info:
 			j, err := p.complete(e)

@@ -40,6 +40,9 @@ type Recipe struct {
 	// workload then extends each lease after its write, as a caller of the
 	// library would before a long step.
 	Extends bool
+	// Renews is set for recipes that renew their leases in the background
+	// (a watchdog) and report every renewal through Config.Observe.
+	Renews bool
 	// Fences is set for recipes whose grants carry a fencing token: the
 	// protected resource then refuses writes with an older fence.
 	Fences bool
@@ -50,6 +53,24 @@ type Recipe struct {
 	// (redsync:tries=1); New finds their values in Config.Options.
 	Options []options.Spec
 	New     func(Config) Locker
+}
+
+// Register adds a recipe from outside this package (a lock in another
+// module) to the registry. The name must be new and the recipe complete.
+func Register(r Recipe) error {
+	switch {
+	case r.Name == "" || strings.ContainsAny(r.Name, ":, "):
+		return fmt.Errorf("register lock %q: a name is one word without ':', ',' or spaces", r.Name)
+	case r.New == nil:
+		return fmt.Errorf("register lock %s: New is nil", r.Name)
+	case len(r.Topologies) == 0:
+		return fmt.Errorf("register lock %s: it names no topology it runs on", r.Name)
+	}
+	if _, err := Lookup(r.Name); err == nil {
+		return fmt.Errorf("register lock %s: a lock of that name exists", r.Name)
+	}
+	Recipes = append(Recipes, r)
+	return nil
 }
 
 // Supports reports whether the recipe runs on the topology.

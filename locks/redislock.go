@@ -20,6 +20,7 @@ import (
 // are the library's default (none).
 var redislockRecipe = Recipe{
 	Name:       "redislock",
+	Renews:     true, // the refresh watchdog, unless no-watchdog
 	Extends:    true,
 	Library:    "github.com/bsm/redislock",
 	Summary:    "bsm/redislock v0.10 Obtain/Release with its README's external watchdog (Refresh every ttl/3)",

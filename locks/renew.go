@@ -12,6 +12,7 @@ import (
 var renew = Recipe{
 	Name:       "renew",
 	Topologies: []string{"single", "sentinel"},
+	Renews:     true,
 	Summary:    "cad plus a watchdog renewing every ttl/3 with Lua compare-and-PEXPIRE",
 	New:        func(c Config) Locker { return &renewLock{Config: c} },
 }

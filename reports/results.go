@@ -49,7 +49,10 @@ type CheckerReport struct {
 	Counter         checker.Counter         `json:"counter"`
 	Findings        []checker.Finding       `json:"findings"`
 	Notes           []string                `json:"notes,omitempty"`
-	SlackMs         float64                 `json:"slack_ms"`
+	// Unjudged counts the findings the checker did not judge (see
+	// checker.Result.Unjudged).
+	Unjudged map[string]int `json:"unjudged,omitempty"`
+	SlackMs  float64        `json:"slack_ms"`
 }
 
 // Provenance is what a run was made of, so that a result can be traced to
@@ -111,7 +114,7 @@ func Conclude(events []history.Event, meta Meta, opts checker.Options) (Results,
 		Valid: r.Valid, Anomalies: r.Anomalies, Fencing: r.Fencing, Stats: r.Stats,
 		Seed: meta.Seed, Spec: spec, Command: meta.Command, Faults: faultCounts(events),
 		Error: meta.Error, Interrupted: meta.Interrupted, check: r,
-		Checker: CheckerReport{Linearizability: r.Linearizability, Liveness: r.Liveness, Counter: r.Counter, Findings: r.Findings, Notes: r.Notes,
+		Checker: CheckerReport{Linearizability: r.Linearizability, Liveness: r.Liveness, Counter: r.Counter, Findings: r.Findings, Notes: r.Notes, Unjudged: r.Unjudged,
 			SlackMs: float64(opts.Slack) / float64(time.Millisecond)},
 	}, nil
 }

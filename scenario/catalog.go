@@ -75,6 +75,13 @@ func entrySpec(topology, lock, nemesis string, ttl, hold, limit time.Duration) S
 	return s
 }
 
+// execSpec is a single-node scenario whose clients are an outside worker.
+func execSpec(workerCmd, nemesis string, ttl, hold, limit time.Duration) Spec {
+	s := entrySpec(cluster.Single, ExecLock, nemesis, ttl, hold, limit)
+	s.WorkerCmd = workerCmd
+	return s
+}
+
 func withPersistence(s Spec, p string) Spec { s.Persistence = p; return s }
 
 // redlockSpec is a Redlock scenario: five nodes and two clients whose ring
@@ -142,6 +149,12 @@ var Catalog = []Entry{
 		Spec: librarySpec("redsync:setnx-on-extend:tries=1", "pause-past-release"), Expect: Expect{Unsafe: true, Anomaly: checker.ForeignRelease}},
 	{Name: "redsync-quorum-loss", Source: "Kleppmann 2016; go-redsync", Story: "A wins with exactly a quorum; one of those nodes restarts empty; B gains a quorum",
 		Spec: librarySpec("redsync:tries=1", "partition-majorities+kill-node"), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+	{Name: "redis-py-clean", Source: "redis-py", Story: "redis-py's own redis.lock.Lock, run by a Python worker over the worker protocol; no faults",
+		Spec: execSpec(RedisPyWorker, "none", 2*sec, 300*time.Millisecond, 8*sec), Expect: Expect{}},
+	{Name: "redis-py-gc-pause", Source: "Kleppmann 2016; redis-py", Story: "as gc-pause, with redis-py's Lock: the Python process is frozen after acquiring, before its write, past the TTL",
+		Spec: execSpec(RedisPyWorker, "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
+	{Name: "redis-py-restart", Source: "Kleppmann 2016 (one node); redis-py", Story: "as restart-no-persist, with redis-py's Lock: the node restarts empty under a holder",
+		Spec: execSpec(RedisPyWorker, "kill-node", 2*sec, sec, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
 	{Name: "redlock-acquire-pause", Source: "Kleppmann 2016; antirez 2016", Story: "A freezes while its acquire replies are in flight, past the TTL; a correct validity computation rejects the late grant",
 		Spec: redlockSpec("pause-acquire"), Expect: Expect{}},
 }

@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -157,14 +155,14 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 			return r, err
 		}
 	}
-	spawn := func(slot int) *exec.Cmd {
-		args := []string{"worker", "--lock", spec.Lock, "--op-timeout", spec.OpTimeout.String()}
-		return exec.Command(workerBin, append(args, workerArgs(access[slot])...)...)
-	}
 	r.work, err = workloads.StartMutex(workloads.MutexConfig{
 		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed,
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends,
-		Spawn: spawn, Rec: rec, Stderr: logw,
+		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
+		Hello: func(slot int) workloads.Hello {
+			return hello(spec, cl.Topology, access[slot], slot, workloads.DefaultReplyWithin.Milliseconds())
+		},
+		Rec: rec, Stderr: logw,
 	})
 	if err != nil {
 		return r, err
@@ -234,30 +232,6 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	}
 	logf("%7.3fs  final acquire %s", rec.Now().Seconds(), map[bool]string{true: "succeeded", false: "FAILED: the lock is stuck"}[ok])
 	return nil
-}
-
-// workerArgs tells a worker how to reach the lock service: through the
-// sentinels, to one node, or to every independent node, each address the
-// worker's own link.
-func workerArgs(a cluster.ClientAccess) []string {
-	var args []string
-	switch {
-	case a.Master != "":
-		args = []string{"--master", a.Master, "--sentinels", strings.Join(a.Sentinels, ",")}
-	case len(a.Nodes) == 1:
-		args = []string{"--addr", a.Nodes[0]}
-	default:
-		args = []string{"--addrs", strings.Join(a.Nodes, ",")}
-	}
-	if len(a.Dial) > 0 {
-		var pairs []string
-		for from, to := range a.Dial {
-			pairs = append(pairs, from+"="+to)
-		}
-		sort.Strings(pairs)
-		args = append(args, "--map", strings.Join(pairs, ","))
-	}
-	return args
 }
 
 // syncWriter serialises writes from workers' stderr and the harness's log.

@@ -18,6 +18,7 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/workloads"
 )
 
 // Workloads this build knows.
@@ -32,8 +33,10 @@ type Spec struct {
 	// Image is the docker backend's node image (empty: cluster.DefaultImage).
 	Image string `json:"image,omitempty"`
 	// Lock is the recipe and its options (redsync:tries=1).
-	Lock     string `json:"lock"`
-	Workload string `json:"workload"`
+	Lock string `json:"lock"`
+	// WorkerCmd is the program every client runs with lock exec.
+	WorkerCmd string `json:"worker_cmd,omitempty"`
+	Workload  string `json:"workload"`
 	// Nemesis is the fault list with the faults' options.
 	Nemesis string `json:"nemesis"`
 	// Interval is the mean quiet time between faults (0: from the TTL).
@@ -67,7 +70,8 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.Topology, "topology", s.Topology, "topology: "+strings.Join(cluster.Topologies, ", "))
 	fs.StringVar(&s.Backend, "backend", s.Backend, "where nodes run: "+strings.Join(cluster.Backends, ", "))
 	fs.StringVar(&s.Image, "image", s.Image, "the docker backend's node `image`, which must have redis-server on its PATH (default "+cluster.DefaultImage+", built by make docker-image)")
-	fs.StringVar(&s.Lock, "lock", s.Lock, "lock recipe and its options (redsync:tries=1): "+strings.Join(locks.Names(), ", "))
+	fs.StringVar(&s.Lock, "lock", s.Lock, "lock recipe and its options (redsync:tries=1), or exec for --worker-cmd: "+strings.Join(locks.Names(), ", "))
+	fs.StringVar(&s.WorkerCmd, "worker-cmd", s.WorkerCmd, "with --lock exec: the `command` every client runs, a worker speaking the worker protocol (docs/worker-protocol.md), run by /bin/sh")
 	fs.StringVar(&s.Nemesis, "nemesis", s.Nemesis, "faults, comma-separated (the schedule picks one at a time) or joined by + (injected together), each with options after a colon (kill-node:delay=4s): "+strings.Join(faults.Names(), ", "))
 	fs.Var(&s.Interval, "nemesis-interval", "mean quiet time between faults, drawn from [D/2, 3D/2] (default: from the TTL)")
 	fs.StringVar(&s.Workload, "workload", s.Workload, "what clients do: "+strings.Join(Workloads, ", "))
@@ -115,8 +119,12 @@ func shellQuote(s string) string {
 // DefaultName names a run after what it tests, in characters a directory
 // name and a URL take as they are.
 func (s Spec) DefaultName() string {
+	return s.nameWith(s.Lock)
+}
+
+func (s Spec) nameWith(lock string) string {
 	clean := strings.NewReplacer(",", "_", ":", "-", "=", "", "/", "-", " ", "")
-	return clean.Replace(fmt.Sprintf("%s-%s-%s", s.Topology, s.Lock, s.Nemesis))
+	return clean.Replace(fmt.Sprintf("%s-%s-%s", s.Topology, lock, s.Nemesis))
 }
 
 // Plan is a spec resolved once: every name looked up, every option parsed,
@@ -127,8 +135,13 @@ type Plan struct {
 	Spec    Spec
 	Cluster *cluster.Cluster
 	Lock    locks.Lock
+	// Worker is what an exec lock's worker announced (zero otherwise).
+	Worker  workloads.Ready
 	Nemesis faults.Nemesis
 }
+
+// ErrLockTopology is a lock asked to run on a topology it does not run on.
+var ErrLockTopology = errors.New("unsupported topology")
 
 // Resolve checks the spec and resolves it into a Plan. The error reports
 // every problem, each naming the bad value and the valid ones.
@@ -139,10 +152,21 @@ func (s Spec) Resolve() (Plan, error) {
 	cl, err := cluster.New(cluster.Spec{Topology: s.Topology, Backend: s.Backend, Image: s.Image, Persistence: s.Persistence,
 		Nodes: s.Nodes, Clock: nemesis.NeedsClock()})
 	errs = append(errs, err)
-	if p.Lock, err = locks.ParseLock(s.Lock); err != nil {
+	lockName := s.Lock
+	switch {
+	case s.Lock == ExecLock:
+		if p.Lock, p.Worker, err = execLock(s); err == nil {
+			lockName = "worker " + p.Worker.Name
+		}
+	case s.WorkerCmd != "":
+		err = fmt.Errorf("--worker-cmd runs an outside worker and goes with --lock %s, not --lock %s", ExecLock, s.Lock)
+	default:
+		p.Lock, err = locks.ParseLock(s.Lock)
+	}
+	if err != nil {
 		errs = append(errs, err)
 	} else if cl != nil && !p.Lock.Supports(cl.Topology) {
-		errs = append(errs, fmt.Errorf("lock %s does not run on topology %s (it runs on %s)", p.Lock.Name, cl.Topology, strings.Join(p.Lock.Topologies, ", ")))
+		errs = append(errs, fmt.Errorf("%w: lock %s does not run on topology %s (it runs on %s)", ErrLockTopology, lockName, cl.Topology, strings.Join(p.Lock.Topologies, ", ")))
 	}
 	if p.Nemesis = nemesis; nemesisErr != nil {
 		errs = append(errs, nemesisErr)
@@ -187,6 +211,9 @@ func (s Spec) Resolve() (Plan, error) {
 	}
 	if s.Name == "" {
 		s.Name = s.DefaultName()
+		if p.Worker.Name != "" {
+			s.Name = s.nameWith(p.Worker.Name)
+		}
 	}
 	p.Spec, p.Cluster = s, cl
 	return p, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -113,37 +114,104 @@ func randomRuns(seeds int) []Planned {
 // under, where its topology offers them.
 var libraryFaults = []string{"none", "partition", "pause-client", "kill-node", "clock-jump", "failover"}
 
-// libraryRuns is the libs scorecard: every library recipe (Recipe.Library)
-// on the topology it is built for, under no fault (which must be safe) and
-// under each scored fault available there (which explore: the scorecard
-// counts what they found).
-func libraryRuns(seeds int) []Planned {
-	var out []Planned
-	for _, r := range locks.Recipes {
-		if r.Library == "" {
-			continue
+// longHoldFaults are those it scores a long hold under: hold = 2.5 TTLs,
+// so that only renewal (the library's own, or the caller's extends) keeps
+// the lock.
+var longHoldFaults = []string{"none", "partition", "pause-client"}
+
+// longHold is how long a long hold is, in TTLs.
+const longHold = 2.5
+
+// outsideLibrary is a library the scorecard tests through a worker in
+// another language (lock exec).
+type outsideLibrary struct{ name, topology, workerCmd string }
+
+// outsideLibraries are the reference workers in examples/workers; their
+// paths are relative to the repository's root, where suites run.
+var outsideLibraries = []outsideLibrary{
+	{"redis-py-lock", cluster.Single, RedisPyWorker},
+}
+
+// RedisPyWorker runs redis-py's own redis.lock.Lock as a worker. It needs
+// Debian's python3-redis, which only Debian's python3 imports.
+var RedisPyWorker = "/usr/bin/python3 " + shellQuote(repoFile("examples/workers/redis_py_lock.py"))
+
+// repoFile finds a file of the repository (a reference worker) from
+// wherever the harness runs: the working directory or one above it (a
+// package's tests), or the checkout the binary was built into (bin/harness).
+// It returns rel itself when none has it.
+func repoFile(rel string) string {
+	var roots []string
+	if wd, err := os.Getwd(); err == nil {
+		roots = append(roots, wd, filepath.Dir(wd))
+	}
+	if exe, err := os.Executable(); err == nil {
+		roots = append(roots, filepath.Dir(filepath.Dir(exe)))
+	}
+	for _, root := range roots {
+		if p := filepath.Join(root, rel); fileExists(p) {
+			return p
 		}
-		topology := r.Topologies[0]
-		cl, err := cluster.New(cluster.Spec{Topology: topology, Backend: cluster.BackendLocal})
+	}
+	return rel
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// libraryRuns is the libs scorecard: every library recipe (Recipe.Library)
+// on the topology it is built for, and every outside library, under no
+// fault (which must be safe) and under each scored fault available there
+// (which explore: the scorecard counts what they found); then the same
+// with a long hold.
+func libraryRuns(seeds int) []Planned {
+	type library struct {
+		name, topology, lock, workerCmd string
+	}
+	var libs []library
+	for _, r := range locks.Recipes {
+		if r.Library != "" {
+			libs = append(libs, library{r.Name, r.Topologies[0], r.Name, ""})
+		}
+	}
+	for _, o := range outsideLibraries {
+		libs = append(libs, library{o.name, o.topology, ExecLock, o.workerCmd})
+	}
+	var out []Planned
+	add := func(lib library, cl *cluster.Cluster, nemesis string, long bool) {
+		if f, ok := faults.Lookup(nemesis); ok && f.Available(cl) != nil {
+			return // failover only where the topology has one
+		}
+		s := Defaults()
+		s.Topology, s.Lock, s.WorkerCmd, s.Nemesis, s.TTL = lib.topology, lib.lock, lib.workerCmd, nemesis, Duration(time.Second)
+		row, name := lib.name+" × "+nemesis, "libs-"+lib.name+"-"+nemesis
+		if long {
+			s.Hold = Duration(longHold * float64(s.TTL))
+			s.TimeLimit = Duration(12 * time.Second)
+			row, name = row+" · long hold", name+"-long"
+		}
+		s.Name = name
+		for seed := 1; seed <= seeds; seed++ {
+			s.Seed = int64(seed)
+			p := Planned{Row: row, Spec: s}
+			if nemesis == faults.None {
+				p.Expect = &Expect{}
+			}
+			out = append(out, p)
+		}
+	}
+	for _, lib := range libs {
+		cl, err := cluster.New(cluster.Spec{Topology: lib.topology, Backend: cluster.BackendLocal})
 		if err != nil {
 			continue
 		}
 		for _, nemesis := range libraryFaults {
-			if f, ok := faults.Lookup(nemesis); ok && f.Available(cl) != nil {
-				continue // failover only where the topology has one
-			}
-			s := Defaults()
-			s.Topology, s.Lock, s.Nemesis, s.TTL = topology, r.Name, nemesis, Duration(time.Second)
-			row := r.Name + " × " + nemesis
-			s.Name = "libs-" + r.Name + "-" + nemesis
-			for seed := 1; seed <= seeds; seed++ {
-				s.Seed = int64(seed)
-				p := Planned{Row: row, Spec: s}
-				if nemesis == faults.None {
-					p.Expect = &Expect{}
-				}
-				out = append(out, p)
-			}
+			add(lib, cl, nemesis, false)
+		}
+		for _, nemesis := range longHoldFaults {
+			add(lib, cl, nemesis, true)
 		}
 	}
 	return out

@@ -46,9 +46,19 @@ func TestPlanSuite(t *testing.T) {
 			expected++
 		}
 	}
-	// 3 libraries x 5 faults (none has failover) x 3 seeds; "none" rows expect safety.
-	if len(libs) != 45 || expected != 9 {
-		t.Errorf("libs: %d runs, %d with an expectation; want 45 and 9", len(libs), expected)
+	// 3 Go libraries and redis-py x 5 faults (none has failover), and
+	// each x 3 faults with a long hold, x 3 seeds; "none" rows expect safety.
+	if len(libs) != (4*5+4*3)*3 || expected != (4+4)*3 {
+		t.Errorf("libs: %d runs, %d with an expectation; want %d and %d", len(libs), expected, (4*5+4*3)*3, (4+4)*3)
+	}
+	rows := map[string]bool{}
+	for _, p := range libs {
+		rows[p.Row] = true
+	}
+	for _, row := range []string{"redis-py-lock × pause-client", "rueidislock × none · long hold", "redis-py-lock × partition · long hold"} {
+		if !rows[row] {
+			t.Errorf("libs has no row %q", row)
+		}
 	}
 	if _, err := PlanSuite("weekly"); err == nil || !strings.Contains(err.Error(), "quick, full, libs") {
 		t.Errorf("unknown suite: %v", err)

@@ -2,10 +2,15 @@ package workloads
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -18,10 +23,14 @@ import (
 // command carries the slot's own links to the lock service.
 type Spawn func(slot int) *exec.Cmd
 
-// stuckAfter is how long the harness waits for any reply before it declares
-// a worker hung and replaces it. Frozen workers are excluded: a pause is
-// released by its fault.
-const stuckAfter = 30 * time.Second
+// DefaultReplyWithin is how long the harness waits for a reply before it
+// declares a worker hung, records the operation as info and replaces the
+// worker. Frozen workers are excluded: a pause is released by its fault.
+const DefaultReplyWithin = 30 * time.Second
+
+// readyWithin bounds the handshake: from the start of a worker to its
+// ready line.
+const readyWithin = 10 * time.Second
 
 // Client is one client slot: a lane in the timeline, served by a sequence
 // of worker processes. After an info the worker is replaced by a fresh one
@@ -38,29 +47,43 @@ type Client struct {
 
 // clientEnv is what every client of a workload shares.
 type clientEnv struct {
-	rec      *history.Recorder
-	spawn    Spawn
-	stderr   io.Writer
-	nextProc atomic.Int64
-	onPaused func(c *Client, w *workerProc, point string)
+	rec   *history.Recorder
+	spawn Spawn
+	// hello is the hello line for a slot's worker.
+	hello       func(slot int) Hello
+	replyWithin time.Duration
+	stderr      io.Writer
+	nextProc    atomic.Int64
+	onPaused    func(c *Client, w *workerProc, point string)
 }
 
 type workerProc struct {
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	process  history.Process
-	watchdog atomic.Int64
-	replies  chan Message
-	exited   chan struct{} // stdout closed
-	reaped   chan struct{} // process waited for
-	frozen   atomic.Bool
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	process history.Process
+	ready   Ready
+	replies chan Message
+	exited  chan struct{} // stdout closed
+	reaped  chan struct{} // process waited for
+	frozen  atomic.Bool
+	// fatal is the worker's fatal message, once it sent one.
+	fatal atomic.Pointer[string]
+
+	// Background operations in flight, each under a process number of its
+	// own, so that overlapping renewals pair up; idle numbers are reused.
+	bgMu   sync.Mutex
+	bgOpen map[bgOp]history.Process
+	bgIdle []history.Process
 }
+
+// bgOp names a background operation in flight.
+type bgOp struct{ f, key, token string }
 
 func (e *clientEnv) newProcess() history.Process {
 	return history.Process(e.nextProc.Add(1) - 1)
 }
 
-// start launches a fresh worker and waits for its ready line.
+// start launches a fresh worker, says hello and waits for its ready line.
 func (c *Client) start() error {
 	cmd := c.env.spawn(c.Slot)
 	cmd.Stderr = c.env.stderr
@@ -75,10 +98,9 @@ func (c *Client) start() error {
 	if err := proc.Start(cmd); err != nil {
 		return fmt.Errorf("client %d: start worker: %w", c.Slot, err)
 	}
-	w := &workerProc{cmd: cmd, stdin: stdin, process: c.env.newProcess(),
+	w := &workerProc{cmd: cmd, stdin: stdin, process: c.env.newProcess(), bgOpen: map[bgOp]history.Process{},
 		replies: make(chan Message, 1), exited: make(chan struct{}), reaped: make(chan struct{})}
-	w.watchdog.Store(int64(c.env.newProcess()))
-	ready := make(chan struct{})
+	ready := make(chan readyLine, 1)
 	go c.read(w, stdout, ready)
 	go func() {
 		<-w.exited
@@ -86,51 +108,209 @@ func (c *Client) start() error {
 		proc.Forget(cmd)
 		close(w.reaped)
 	}()
+	fail := func(format string, args ...any) error {
+		proc.Kill(cmd)
+		<-w.reaped
+		return fmt.Errorf("client %d: worker %s: %s", c.Slot, commandLine(cmd), fmt.Sprintf(format, args...))
+	}
+	line, _ := json.Marshal(c.env.hello(c.Slot))
+	if _, err := stdin.Write(append(line, '\n')); err != nil {
+		return fail("it took no hello: %v", err)
+	}
 	select {
-	case <-ready:
+	case r := <-ready:
+		if r.err != nil {
+			return fail("%v", r.err)
+		}
+		w.ready = r.Ready
 		c.w = w
 		return nil
 	case <-w.exited:
-		return fmt.Errorf("client %d: worker exited before it was ready", c.Slot)
-	case <-time.After(10 * time.Second):
-		proc.Kill(cmd)
-		return fmt.Errorf("client %d: worker not ready after 10s", c.Slot)
+		select {
+		case r := <-ready:
+			if r.err != nil {
+				return fail("%v", r.err)
+			}
+		default:
+		}
+		return fail("it exited before its ready line (its stderr says why)")
+	case <-time.After(readyWithin):
+		return fail("no ready line within %v", readyWithin)
 	}
 }
 
+// readyLine is a worker's first line, or why it is not a ready line.
+type readyLine struct {
+	Ready
+	err error
+}
+
+// commandLine is cmd as a shell would show it, for messages.
+func commandLine(cmd *exec.Cmd) string {
+	args := cmd.Args
+	if len(args) == 3 && args[1] == "-c" {
+		return strconv.Quote(args[2])
+	}
+	return strconv.Quote(strings.Join(args, " "))
+}
+
+// ParseReady reads a worker's first line and checks it is a ready line
+// this harness can work with.
+func ParseReady(line []byte) (Ready, error) {
+	var r Ready
+	if err := strictUnmarshal(line, &r); err != nil {
+		return r, fmt.Errorf("its first line %q is not a ready line: %v", line, err)
+	}
+	switch {
+	case r.Kind != KindReady:
+		return r, fmt.Errorf("its first line has kind %q; it must be {\"kind\":\"ready\",...}: %q", r.Kind, line)
+	case r.Protocol != Protocol:
+		return r, fmt.Errorf("it speaks worker protocol %d; this harness speaks protocol %d (docs/worker-protocol.md)", r.Protocol, Protocol)
+	case r.Name == "":
+		return r, errors.New(`its ready line has no "name"`)
+	case strings.ContainsAny(r.Name, " \t/:,"):
+		return r, fmt.Errorf("its ready line names it %q; a name is one word without '/', ':' or ','", r.Name)
+	}
+	switch r.Renewals {
+	case "":
+		r.Renewals = RenewNone
+	case RenewNone, RenewReported, RenewUnreported:
+	default:
+		return r, fmt.Errorf("its ready line says renewals %q; valid: %s, %s, %s", r.Renewals, RenewNone, RenewReported, RenewUnreported)
+	}
+	for _, p := range r.Points {
+		if p == PointBeforeWrite {
+			return r, fmt.Errorf("its ready line offers pause point %q, which is the harness's own", p)
+		}
+	}
+	if len(r.Topologies) == 0 {
+		r.Topologies = []string{"single"}
+	}
+	return r, nil
+}
+
+// strictUnmarshal decodes one JSON object, refusing fields of the wrong
+// type and trailing data, and says what is wrong in a worker author's words.
+func strictUnmarshal(line []byte, v any) error {
+	if !json.Valid(line) {
+		return errors.New("not JSON (one JSON object per line)")
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("field %q is a JSON %s; it must be a %s", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+		}
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value on the line")
+	}
+	return nil
+}
+
 // read dispatches the worker's lines until its stdout closes.
-func (c *Client) read(w *workerProc, stdout io.Reader, ready chan struct{}) {
+func (c *Client) read(w *workerProc, stdout io.Reader, ready chan readyLine) {
 	defer close(w.exited)
 	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	first := true
 	for sc.Scan() {
+		if first {
+			first = false
+			r, err := ParseReady(sc.Bytes())
+			ready <- readyLine{r, err}
+			if err != nil {
+				return
+			}
+			continue
+		}
 		var m Message
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			fmt.Fprintf(c.env.stderr, "client %d: unreadable worker line %q: %v\n", c.Slot, sc.Text(), err)
 			continue
 		}
 		switch m.Kind {
-		case KindReady:
-			close(ready)
 		case KindReply:
 			w.replies <- m
 		case KindPaused:
 			w.frozen.Store(true)
 			c.env.onPaused(c, w, m.Point)
-		case KindAsync:
-			c.recordAsync(w, m)
+		case KindEvent:
+			c.recordEvent(w, m)
+		case KindFatal:
+			msg := m.Error
+			w.fatal.Store(&msg)
+			fmt.Fprintf(c.env.stderr, "client %d: the worker cannot go on: %s\n", c.Slot, msg)
+			proc.Kill(w.cmd)
+		default:
+			fmt.Fprintf(c.env.stderr, "client %d: worker line of unknown kind %q ignored: %q\n", c.Slot, m.Kind, sc.Text())
 		}
 	}
 }
 
-// recordAsync records a background operation under the worker's watchdog
-// process; an unknown outcome retires that process number like any other.
-func (c *Client) recordAsync(w *workerProc, m Message) {
-	e := history.Event{Type: m.Type, Process: history.Process(w.watchdog.Load()), Client: c.Slot,
-		F: m.F, Key: m.Key, Token: m.Token, TTLMs: m.TTLMs, Error: m.Error, Reason: m.Reason, Final: c.final}
-	c.env.rec.Record(e)
-	if m.Type == history.Info {
-		w.watchdog.Store(int64(c.env.newProcess()))
+// recordEvent records a background operation, each in flight under a
+// process number of its own; an unknown outcome retires that number like
+// any other. A lost notice may come as one line: it is recorded as an
+// invoke and its ok.
+func (c *Client) recordEvent(w *workerProc, m Message) {
+	e := history.Event{Type: m.Type, Client: c.Slot, F: m.F, Key: m.Key, Token: m.Token,
+		TTLMs: m.TTLMs, ValidMs: m.ValidMs, Error: m.Error, Reason: m.Reason, Final: c.final}
+	if m.F != history.Extend && m.F != history.Lost {
+		fmt.Fprintf(c.env.stderr, "client %d: background event of kind %q ignored (extend or lost only)\n", c.Slot, m.F)
+		return
 	}
+	id := bgOp{m.F, m.Key, m.Token}
+	w.bgMu.Lock()
+	defer w.bgMu.Unlock()
+	if m.F == history.Lost && m.Type == "" {
+		e.Process = c.bgProcess(w)
+		e.Type, e.Error = history.Invoke, ""
+		c.env.rec.Record(e)
+		e.Type, e.Error = history.OK, m.Error
+		c.env.rec.Record(e)
+		w.bgIdle = append(w.bgIdle, e.Process)
+		return
+	}
+	switch m.Type {
+	case history.Invoke:
+		if _, open := w.bgOpen[id]; open {
+			fmt.Fprintf(c.env.stderr, "client %d: a second %s of %s %s began before the first ended; ignored\n", c.Slot, m.F, m.Key, m.Token)
+			return
+		}
+		e.Process = c.bgProcess(w)
+		e.ValidMs, e.Error, e.Reason = 0, "", ""
+		w.bgOpen[id] = e.Process
+	case history.OK, history.Fail, history.Info:
+		p, open := w.bgOpen[id]
+		if !open {
+			fmt.Fprintf(c.env.stderr, "client %d: a %s completion of %s %s that never began; ignored\n", c.Slot, m.F, m.Key, m.Token)
+			return
+		}
+		delete(w.bgOpen, id)
+		e.Process = p
+		if m.Type != history.Fail {
+			e.Reason = ""
+		}
+		if m.Type != history.Info {
+			w.bgIdle = append(w.bgIdle, p)
+		}
+	default:
+		fmt.Fprintf(c.env.stderr, "client %d: background event of type %q ignored\n", c.Slot, m.Type)
+		return
+	}
+	c.env.rec.Record(e)
+}
+
+// bgProcess is an idle background process number of the worker, or a new
+// one. The caller holds bgMu.
+func (c *Client) bgProcess(w *workerProc) history.Process {
+	if n := len(w.bgIdle); n > 0 {
+		p := w.bgIdle[n-1]
+		w.bgIdle = w.bgIdle[:n-1]
+		return p
+	}
+	return c.env.newProcess()
 }
 
 // Process is the current worker's process number.
@@ -154,12 +334,12 @@ func (c *Client) call(req Request) Message {
 			}
 		case <-w.exited:
 			return Message{Kind: KindReply, Type: history.Info, Error: "worker died during the operation"}
-		case <-time.After(stuckAfter):
+		case <-time.After(c.env.replyWithin):
 			if w.frozen.Load() {
 				continue
 			}
 			proc.Kill(w.cmd)
-			return Message{Kind: KindReply, Type: history.Info, Error: fmt.Sprintf("worker silent for %v", stuckAfter)}
+			return Message{Kind: KindReply, Type: history.Info, Error: fmt.Sprintf("worker silent for %v", c.env.replyWithin)}
 		}
 	}
 }
@@ -167,6 +347,7 @@ func (c *Client) call(req Request) Message {
 // Do records the invoke of ev, performs req and records its completion.
 func (c *Client) Do(req Request, ev history.Event) Message {
 	ev.Type, ev.Process, ev.Client, ev.Final = history.Invoke, c.w.process, c.Slot, c.final
+	ev.UnseenRenewals = ev.F == history.Acquire && c.w.ready.Renewals == RenewUnreported
 	c.env.rec.Record(ev)
 	m := c.call(req)
 	ev.Type, ev.Error, ev.Reason = m.Type, m.Error, m.Reason
@@ -177,9 +358,16 @@ func (c *Client) Do(req Request, ev history.Event) Message {
 	return m
 }
 
-// replace kills the current worker and starts a fresh one.
+// replace kills the current worker and starts a fresh one, unless the
+// worker said it cannot go on: that ends the run.
 func (c *Client) replace() error {
+	w := c.w
 	c.stop()
+	if w != nil {
+		if msg := w.fatal.Load(); msg != nil {
+			return fmt.Errorf("client %d: the worker cannot go on: %s", c.Slot, *msg)
+		}
+	}
 	return c.start()
 }
 
@@ -201,24 +389,71 @@ func (c *Client) stop() {
 	<-w.reaped
 }
 
-// frozenWorker is a worker stopped at a pause point.
+// frozenWorker is a worker stopped at a pause point: its own (it stopped
+// itself) or the harness's (the harness stopped its process group).
 type frozenWorker struct {
 	c *Client
 	w *workerProc
+	// thawed, for a stop at the harness's own point, tells the client's
+	// loop whether the worker goes on (true) or was killed (false).
+	thawed chan bool
+	// err says the stop failed: there is nothing to resume or kill.
+	err error
 }
 
-// resume sends SIGCONT once the kernel reports the worker stopped.
+// resume sends SIGCONT to the worker's process group once the kernel
+// reports it stopped.
 func (f frozenWorker) resume() error {
 	pid := f.w.cmd.Process.Pid
 	if err := proc.WaitStopped(pid, 2*time.Second); err != nil {
+		f.thaw(false)
 		return err
 	}
 	f.w.frozen.Store(false)
-	return syscall.Kill(pid, syscall.SIGCONT)
+	err := syscall.Kill(-pid, syscall.SIGCONT)
+	f.thaw(err == nil)
+	return err
 }
 
 // kill crashes the frozen worker; its client records an info and replaces it.
 func (f frozenWorker) kill() error {
 	f.w.frozen.Store(false)
-	return proc.Kill(f.w.cmd)
+	err := proc.Kill(f.w.cmd)
+	f.thaw(false)
+	return err
+}
+
+func (f frozenWorker) thaw(alive bool) {
+	if f.thawed != nil {
+		f.thawed <- alive
+	}
+}
+
+// stopGroup freezes the worker's whole process group (every thread and
+// child: its renewals stop too) and waits until the kernel reports the
+// worker stopped.
+func (w *workerProc) stopGroup() error {
+	pid := w.cmd.Process.Pid
+	w.frozen.Store(true)
+	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	return proc.WaitStopped(pid, 2*time.Second)
+}
+
+// Probe starts cmd once for its ready line alone: a probe hello, the ready
+// line, then its stdin closes and it must exit. It tells the harness what
+// an outside worker is before a run is planned around it.
+func Probe(cmd *exec.Cmd, stderr io.Writer) (Ready, error) {
+	env := &clientEnv{spawn: func(int) *exec.Cmd { return cmd }, stderr: stderr,
+		hello: func(slot int) Hello {
+			return Hello{Op: "hello", Protocol: Protocol, Probe: true, Client: slot}
+		}}
+	c := &Client{env: env}
+	if err := c.start(); err != nil {
+		return Ready{}, err
+	}
+	r := c.w.ready
+	c.stop()
+	return r, nil
 }

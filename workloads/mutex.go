@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -26,8 +27,12 @@ type MutexConfig struct {
 	// RecipePoints are the lock recipe's own pause points.
 	RecipePoints []string
 	Spawn        Spawn
-	Rec          *history.Recorder
-	Stderr       io.Writer
+	// Hello is the hello line for a slot's worker.
+	Hello func(slot int) Hello
+	// ReplyWithin is how long a reply may take (0: DefaultReplyWithin).
+	ReplyWithin time.Duration
+	Rec         *history.Recorder
+	Stderr      io.Writer
 }
 
 // Mutex is the mutex workload: every client loops acquire → protected write
@@ -56,7 +61,8 @@ type freezeArm struct {
 // StartMutex starts one worker per client and their loops.
 func StartMutex(cfg MutexConfig) (*Mutex, error) {
 	m := &Mutex{cfg: cfg, res: NewResource(cfg.Rec, cfg.Fenced), stopping: make(chan struct{}), frozen: map[int]bool{}}
-	m.env = &clientEnv{rec: cfg.Rec, spawn: cfg.Spawn, stderr: cfg.Stderr, onPaused: m.onPaused}
+	m.env = &clientEnv{rec: cfg.Rec, spawn: cfg.Spawn, hello: cfg.Hello, replyWithin: cmp.Or(cfg.ReplyWithin, DefaultReplyWithin),
+		stderr: cfg.Stderr, onPaused: m.onPaused}
 	var clients []*Client
 	for i := 0; i < cfg.Clients; i++ {
 		c := &Client{Slot: i, env: m.env}
@@ -140,6 +146,9 @@ func (m *Mutex) cycle(c *Client, token string) error {
 		return m.release(c, key, token)
 	}
 	m.notify(&m.granted, c.Slot)
+	if alive, err := m.harnessPoint(c, PointBeforeWrite); err != nil || !alive {
+		return c.replace()
+	}
 
 	inv, v := m.res.Read(history.Event{Type: history.Invoke, Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token, Fence: r.Fence})
 	w := c.call(Request{Op: history.Write, Key: key, Token: token, Value: v, Pause: m.armed()})
@@ -150,15 +159,29 @@ func (m *Mutex) cycle(c *Client, token string) error {
 		return c.replace()
 	}
 	m.res.Write(history.Event{Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token}, w.Value, w.Fence)
-	if m.cfg.Extend {
+	if !m.cfg.Extend {
+		time.Sleep(m.cfg.Hold)
+		return m.release(c, key, token)
+	}
+	// A caller of a lock that extends on request extends after its write,
+	// and again every TTL/2 while its work goes on; when an extend fails it
+	// stops and gives the lock up.
+	end := time.Now().Add(m.cfg.Hold)
+	for {
 		ext := c.Do(Request{Op: history.Extend, Key: key, Token: token, TTLMs: ttl.Milliseconds()},
 			history.Event{F: history.Extend, Key: key, Token: token, TTLMs: ttl.Milliseconds()})
 		if ext.Type == history.Info {
 			return c.replace()
 		}
+		if ext.Type == history.Fail {
+			break
+		}
+		if left := time.Until(end); left <= ttl/2 {
+			time.Sleep(max(left, 0))
+			break
+		}
+		time.Sleep(ttl / 2)
 	}
-
-	time.Sleep(m.cfg.Hold)
 	return m.release(c, key, token)
 }
 
@@ -174,15 +197,47 @@ func (m *Mutex) release(c *Client, key, token string) error {
 	return nil
 }
 
-// armed lists the pause points a fault is waiting on.
+// armed lists the worker's own pause points a fault is waiting on.
 func (m *Mutex) armed() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var points []string
 	for _, a := range m.arms {
-		points = append(points, a.point)
+		if a.point != PointBeforeWrite {
+			points = append(points, a.point)
+		}
 	}
 	return points
+}
+
+// harnessPoint is one of the harness's own pause points, between two
+// requests: when a fault waits on it, the client's worker is stopped here,
+// process group and all, and the client goes on only once the fault thaws
+// it. It reports whether the worker is still alive.
+func (m *Mutex) harnessPoint(c *Client, point string) (alive bool, err error) {
+	m.mu.Lock()
+	var arm *freezeArm
+	for i, a := range m.arms {
+		if a.point == point {
+			arm = a
+			m.arms = append(m.arms[:i], m.arms[i+1:]...)
+			break
+		}
+	}
+	m.mu.Unlock()
+	if arm == nil {
+		return true, nil
+	}
+	f := frozenWorker{c: c, w: c.w, thawed: make(chan bool, 1)}
+	if f.err = c.w.stopGroup(); f.err != nil {
+		// The fault learns it could not freeze; the client starts over
+		// with a fresh worker.
+		fmt.Fprintf(m.cfg.Stderr, "client %d: could not stop the worker at %s: %v\n", c.Slot, point, f.err)
+		arm.got <- f
+		return false, f.err
+	}
+	arm.got <- f
+	return <-f.thawed, nil
 }
 
 func (m *Mutex) onPaused(c *Client, w *workerProc, point string) {
@@ -211,6 +266,9 @@ func (m *Mutex) Freeze(ctx context.Context, point string) (client int, resume, k
 	m.mu.Unlock()
 	select {
 	case f := <-arm.got:
+		if f.err != nil {
+			return 0, nil, nil, f.err
+		}
 		slot := f.c.Slot
 		m.setFrozen(slot, true)
 		thaw := func(do func() error) func() error {
@@ -222,17 +280,21 @@ func (m *Mutex) Freeze(ctx context.Context, point string) (client int, resume, k
 		return slot, thaw(f.resume), thaw(f.kill), nil
 	case <-ctx.Done():
 		m.mu.Lock()
+		claimed := true
 		for i, a := range m.arms {
 			if a == arm {
 				m.arms = append(m.arms[:i], m.arms[i+1:]...)
+				claimed = false
+				break
 			}
 		}
 		m.mu.Unlock()
-		// A pause may have been claimed just before we gave up.
-		select {
-		case f := <-arm.got:
-			f.resume()
-		default:
+		// A client claimed the arm just before we gave up: it is about
+		// to hand over its frozen worker, which must go on.
+		if claimed {
+			if f := <-arm.got; f.err == nil {
+				f.resume()
+			}
 		}
 		return 0, nil, nil, ctx.Err()
 	}

@@ -1,14 +1,104 @@
-// Package workloads is what clients do during a run: the worker process
-// that runs a lock recipe (and the JSON-lines protocol the harness speaks
-// with it), the harness-side clients that drive workers and record every
-// operation in the history, the mutex workload, and the protected resource
-// whose writes the checker audits.
+// Package workloads is what clients do during a run: the worker protocol
+// (the one way the harness talks to any lock client, the built-in Go worker
+// or a program in any language; docs/worker-protocol.md), the built-in
+// worker that runs a recipe, the harness-side clients that drive workers and
+// record every operation in the history, the mutex workload, and the
+// protected resource whose writes the checker audits.
 package workloads
 
-// Request is one line the harness sends a worker: an operation to perform.
+// Protocol is the version of the worker protocol this harness speaks. A
+// worker announcing another one is refused before any operation.
+const Protocol = 1
+
+// Hello is the first line the harness sends a worker: the protocol version
+// and where the lock service is. A probe hello (Probe set) carries no
+// service: the harness only wants the worker's ready line, and then closes
+// its stdin.
+type Hello struct {
+	Op       string `json:"op"` // "hello"
+	Protocol int    `json:"protocol"`
+	Probe    bool   `json:"probe,omitempty"`
+	// Client is the client slot the worker serves.
+	Client int `json:"client"`
+	// Topology is the run's topology: single, sentinel or redlock.
+	Topology string `json:"topology,omitempty"`
+	// OpTimeoutMs bounds each Redis command the worker sends.
+	OpTimeoutMs int64 `json:"op_timeout_ms"`
+	// ReplyWithinMs is how long the harness waits for a reply before it
+	// records the operation as info and kills the worker.
+	ReplyWithinMs int64 `json:"reply_within_ms"`
+	// Nodes are the addresses (host:port) the worker talks to: the one
+	// node, or every independent node (redlock), each through the worker's
+	// own proxy.
+	Nodes []string `json:"nodes,omitempty"`
+	// Sentinel names the sentinel-monitored primary (sentinel topology).
+	Sentinel *SentinelService `json:"sentinel,omitempty"`
+	// Dial maps an address a server announces (a sentinel's answer) to the
+	// address this worker must dial instead: its own proxy for that node.
+	Dial map[string]string `json:"dial,omitempty"`
+	// Auth and TLS are set when the run's servers require them.
+	Auth *Auth `json:"auth,omitempty"`
+	TLS  *TLS  `json:"tls,omitempty"`
+}
+
+// SentinelService is a primary found through sentinels.
+type SentinelService struct {
+	Master string   `json:"master"`
+	Addrs  []string `json:"addrs"`
+}
+
+// Auth is the ACL user a lock client logs in as.
+type Auth struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// TLS is what a client needs to talk TLS to the servers: the CA that signed
+// their certificates (PEM) and the name the certificates carry.
+type TLS struct {
+	CAFile     string `json:"ca_file"`
+	ServerName string `json:"server_name"`
+}
+
+// Renewal disclosures a worker makes in its ready line.
+const (
+	// RenewNone: the lock never extends a lease unless asked (extend).
+	RenewNone = "none"
+	// RenewReported: the lock renews leases in the background and the
+	// worker reports each renewal as an event.
+	RenewReported = "reported"
+	// RenewUnreported: the lock renews in the background and the worker
+	// cannot see it. The checker then judges no expiry-based finding
+	// about that worker's leases: they are unknown.
+	RenewUnreported = "unreported"
+)
+
+// Ready is the worker's answer to hello: who it is and what it does.
+type Ready struct {
+	Kind     string `json:"kind"` // "ready"
+	Protocol int    `json:"protocol"`
+	// Name and Version name the lock client (redis-py-lock, 4.3.4); the
+	// run is named after Name.
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	// Extend: the worker answers extend requests.
+	Extend bool `json:"extend,omitempty"`
+	// Fences: its grants carry a fencing token that only grows.
+	Fences bool `json:"fences,omitempty"`
+	// Renewals is none (default), reported or unreported.
+	Renewals string `json:"renewals,omitempty"`
+	// Points are the pause points inside the lock client, in the order a
+	// client reaches them; the harness arms them in requests.
+	Points []string `json:"points,omitempty"`
+	// Topologies the worker can run on (default: single).
+	Topologies []string `json:"topologies,omitempty"`
+}
+
+// Request is one line the harness sends a worker after hello: an operation
+// to perform.
 type Request struct {
 	ID    int64  `json:"id"`
-	Op    string `json:"op"` // acquire, release, write
+	Op    string `json:"op"` // acquire, release, extend, write
 	Key   string `json:"key"`
 	Token string `json:"token,omitempty"`
 	TTLMs int64  `json:"ttl_ms,omitempty"`
@@ -21,21 +111,26 @@ type Request struct {
 
 // Message kinds a worker sends.
 const (
+	KindReady  = "ready"
 	KindReply  = "reply"
 	KindPaused = "paused"
-	KindAsync  = "async"
-	KindReady  = "ready"
+	KindEvent  = "event"
+	// KindFatal: the worker cannot go on (the servers refuse its
+	// credentials, its library is missing). The run ends as a harness
+	// error with the worker's message, never as a verdict.
+	KindFatal = "fatal"
 )
 
-// Message is one line a worker sends: the reply to a request, the notice
-// that it is about to stop at a pause point, or a background operation
-// (a watchdog's renewal) starting or completing. Workers report durations,
-// never absolute times: the harness stamps every line on its own clock.
+// Message is one line a worker sends after ready: the reply to a request,
+// the notice that it is about to stop at a pause point, or a background
+// event (a renewal starting or completing, the library saying the lock is
+// lost). Workers report durations, never absolute times: the harness stamps
+// every line on its own clock.
 type Message struct {
 	Kind string `json:"kind"`
 	ID   int64  `json:"id,omitempty"`
-	// Type is ok, fail or info for replies and async completions, invoke
-	// for an async start.
+	// Type is ok, fail or info for replies and event completions, invoke
+	// for an event's start.
 	Type    string `json:"type,omitempty"`
 	F       string `json:"f,omitempty"`
 	Key     string `json:"key,omitempty"`
@@ -54,5 +149,6 @@ type Message struct {
 }
 
 // PointBeforeWrite is between a successful acquire and the protected write:
-// where a GC pause hurts most.
+// where a GC pause hurts most. It is the harness's own point: it stops the
+// worker's whole process group there, so no worker needs to offer it.
 const PointBeforeWrite = "before-write"

@@ -9,19 +9,20 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/version"
 	"github.com/lockharness/lockharness/locks"
 )
 
-// WorkerConfig is how `harness worker` is told what to run.
+// WorkerConfig is how `harness worker` is told what to run; where the lock
+// service is comes in the hello line.
 type WorkerConfig struct {
-	Target    locks.Target
-	Lock      string
-	OpTimeout time.Duration
+	Lock string
 }
 
 // worker executes requests one at a time, as a client process would.
@@ -34,31 +35,52 @@ type worker struct {
 	armed  map[string]bool
 }
 
-// RunWorker serves requests from in until it is closed. It is the body of
-// the hidden `harness worker` command.
+// RunWorker speaks the worker protocol on in and out until in is closed:
+// hello, ready, then one reply per request. It is the body of the hidden
+// `harness worker` command, the built-in worker.
 func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 	lock, err := locks.ParseLock(cfg.Lock)
 	if err != nil {
 		return err
 	}
-	clients := locks.NewClients(cfg.Target, cfg.OpTimeout)
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	if !sc.Scan() {
+		return fmt.Errorf("worker: no hello line: %v", sc.Err())
+	}
+	var hello Hello
+	if err := json.Unmarshal(sc.Bytes(), &hello); err != nil || hello.Op != "hello" {
+		return fmt.Errorf("worker: the first line must be a hello, got %q", sc.Text())
+	}
+	if hello.Protocol != Protocol {
+		return fmt.Errorf("worker: the harness speaks protocol %d; this worker speaks %d", hello.Protocol, Protocol)
+	}
+	w := &worker{out: json.NewEncoder(out), leases: map[string]locks.Lease{}, recipe: lock.Name}
+	renewals := RenewNone
+	if lock.Renews {
+		renewals = RenewReported
+	}
+	w.send(Ready{Kind: KindReady, Protocol: Protocol, Name: lock.Name, Version: version.Harness(),
+		Extend: lock.Extends, Fences: lock.Fences, Renewals: renewals, Points: lock.Points, Topologies: lock.Topologies})
+	if hello.Probe {
+		return nil
+	}
+	opTimeout := time.Duration(hello.OpTimeoutMs) * time.Millisecond
+	clients := locks.NewClients(hello.Target(), opTimeout)
 	defer func() {
 		for _, c := range clients {
 			c.Close()
 		}
 	}()
-	w := &worker{out: json.NewEncoder(out), leases: map[string]locks.Lease{}, recipe: lock.Name}
 	w.locker = lock.NewLocker(locks.Config{
 		Client:    clients[0],
 		Nodes:     clients,
-		OpTimeout: cfg.OpTimeout,
+		OpTimeout: opTimeout,
 		Pause:     w.pausePoint,
 		Observe:   w.observe,
 	})
 	defer w.locker.Close()
-	w.send(Message{Kind: KindReady})
 
-	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		var req Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
@@ -68,12 +90,43 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 		for _, p := range req.Pause {
 			w.armed[p] = true
 		}
-		w.send(w.do(req))
+		reply := w.do(req)
+		if credentialsRefused(reply.Error) {
+			w.send(Message{Kind: KindFatal, Error: "the servers refuse this client's credentials: " + reply.Error})
+		}
+		w.send(reply)
 	}
 	return sc.Err()
 }
 
-func (w *worker) send(m Message) {
+// credentialsRefused reports whether an error says the servers will not
+// serve this client at all: a wrong password, no AUTH, or an ACL that
+// denies the lock's commands. Retrying cannot help; the run must end.
+func credentialsRefused(msg string) bool {
+	for _, code := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if strings.Contains(msg, code) {
+			return true
+		}
+	}
+	return false
+}
+
+// Target is where the hello says the lock service is, as the built-in
+// recipes' clients take it.
+func (h Hello) Target() locks.Target {
+	t := locks.Target{Dial: h.Dial}
+	switch {
+	case h.Sentinel != nil:
+		t.Master, t.Sentinels = h.Sentinel.Master, h.Sentinel.Addrs
+	case len(h.Nodes) == 1:
+		t.Addr = h.Nodes[0]
+	default:
+		t.Addrs = h.Nodes
+	}
+	return t
+}
+
+func (w *worker) send(m any) {
 	w.outMu.Lock()
 	defer w.outMu.Unlock()
 	w.out.Encode(m)
@@ -104,7 +157,7 @@ func stopSelf() {
 }
 
 func (w *worker) observe(op locks.Op) {
-	m := Message{Kind: KindAsync, Type: op.Outcome, F: op.F, Key: op.Key, Token: op.Token, TTLMs: op.TTL.Milliseconds()}
+	m := Message{Kind: KindEvent, Type: op.Outcome, F: op.F, Key: op.Key, Token: op.Token, TTLMs: op.TTL.Milliseconds()}
 	if op.Err != nil {
 		m.Error = op.Err.Error()
 	}
@@ -155,7 +208,6 @@ func (w *worker) do(req Request) Message {
 		}
 	case history.Write:
 		lease := w.leases[req.Key]
-		w.pausePoint(PointBeforeWrite)
 		// The read-modify-write: the harness read Value; this client writes
 		// Value+1 under what it believes is its lease.
 		m.Token, m.Fence, m.Value = lease.Token, lease.Fence, req.Value+1

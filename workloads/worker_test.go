@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -18,9 +19,9 @@ import (
 const workerEnv = "LOCKHARNESS_TEST_WORKER_ADDR"
 
 func TestMain(m *testing.M) {
-	if addr := os.Getenv(workerEnv); addr != "" {
-		err := RunWorker(os.Stdin, os.Stdout, WorkerConfig{Target: locks.Target{Addr: addr}, Lock: os.Getenv("LOCKHARNESS_TEST_LOCK"), OpTimeout: time.Second})
-		if err != nil {
+	if os.Getenv(workerEnv) != "" {
+		if err := RunWorker(os.Stdin, os.Stdout, WorkerConfig{Lock: os.Getenv("LOCKHARNESS_TEST_LOCK")}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -29,6 +30,13 @@ func TestMain(m *testing.M) {
 }
 
 func testClient(t *testing.T, lock string, onPaused func(*Client, *workerProc, string)) (*Client, *history.Recorder) {
+	return testClientVia(t, lock, false, onPaused)
+}
+
+// testClientVia starts the test binary as a worker, under /bin/sh (as an
+// exec worker runs) when viaShell: the worker is then a child of the
+// process group's leader.
+func testClientVia(t *testing.T, lock string, viaShell bool, onPaused func(*Client, *workerProc, string)) (*Client, *history.Recorder) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed; run `make setup`")
@@ -44,11 +52,17 @@ func testClient(t *testing.T, lock string, onPaused func(*Client, *workerProc, s
 	}
 	t.Cleanup(func() { n.Stop() })
 	rec := history.NewRecorder(nil)
-	env := &clientEnv{rec: rec, stderr: os.Stderr, onPaused: onPaused,
+	env := &clientEnv{rec: rec, stderr: os.Stderr, onPaused: onPaused, replyWithin: DefaultReplyWithin,
 		spawn: func(int) *exec.Cmd {
 			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), workerEnv+"="+n.Addr(), "LOCKHARNESS_TEST_LOCK="+lock)
+			if viaShell {
+				cmd = exec.Command("/bin/sh", "-c", os.Args[0]+"; true")
+			}
+			cmd.Env = append(os.Environ(), workerEnv+"=1", "LOCKHARNESS_TEST_LOCK="+lock)
 			return cmd
+		},
+		hello: func(slot int) Hello {
+			return Hello{Op: "hello", Protocol: Protocol, Client: slot, OpTimeoutMs: 1000, Nodes: []string{n.Addr()}}
 		}}
 	c := &Client{Slot: 0, env: env}
 	if err := c.start(); err != nil {
@@ -80,18 +94,21 @@ func TestWorkerProtocol(t *testing.T) {
 	}
 }
 
-// A pause point freezes the worker before it answers: the reply must not
-// arrive until the harness resumes it.
+// A worker's own pause point freezes it before it answers: the reply must
+// not arrive until the harness resumes it.
 func TestPausePointFreezesBeforeTheReply(t *testing.T) {
 	paused := make(chan frozenWorker, 1)
-	c, _ := testClient(t, "cad", func(c *Client, w *workerProc, point string) {
-		if point == PointBeforeWrite {
+	c, _ := testClient(t, "naive", func(c *Client, w *workerProc, point string) {
+		if point == locks.PointAfterSetNX {
 			paused <- frozenWorker{c: c, w: w}
 		}
 	})
+	if got := c.w.ready; got.Name != "naive" || len(got.Points) != 1 || got.Points[0] != locks.PointAfterSetNX {
+		t.Fatalf("ready line %+v, want naive offering %s", got, locks.PointAfterSetNX)
+	}
 	replies := make(chan Message, 1)
 	go func() {
-		replies <- c.call(Request{Op: history.Write, Key: "k", Token: "A", Pause: []string{PointBeforeWrite}})
+		replies <- c.call(Request{Op: history.Acquire, Key: "k", Token: "A", TTLMs: 1000, Pause: []string{locks.PointAfterSetNX}})
 	}()
 	var f frozenWorker
 	select {
@@ -99,6 +116,23 @@ func TestPausePointFreezesBeforeTheReply(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the worker never reached its pause point")
 	}
+	assertFrozenUntilResumed(t, f, replies)
+}
+
+// The harness's own pause point stops the worker's whole process group:
+// a worker under a shell, a child of the group's leader, stops too.
+func TestHarnessStopsTheWholeProcessGroup(t *testing.T) {
+	c, _ := testClientVia(t, "cad", true, nil)
+	if err := c.w.stopGroup(); err != nil {
+		t.Fatal(err)
+	}
+	replies := make(chan Message, 1)
+	go func() { replies <- c.call(Request{Op: history.Write, Key: "k", Token: "A", Value: 1}) }()
+	assertFrozenUntilResumed(t, frozenWorker{c: c, w: c.w}, replies)
+}
+
+func assertFrozenUntilResumed(t *testing.T, f frozenWorker, replies chan Message) {
+	t.Helper()
 	if err := proc.WaitStopped(f.w.cmd.Process.Pid, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	verbose := c.Bool("v", false, "print each run's progress lines")
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human lines go to stderr)")
 	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per seed, the anomaly narrative as its text")
-	onBackend := backendFlags(c)
+	override := overrideFlags(c)
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -45,7 +45,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(stderr, "%v", err)
 	}
-	onBackend(&entry.Spec)
+	override.apply(&entry.Spec)
 	plan, err := entry.Spec.Resolve()
 	if err != nil {
 		return c.fail(stderr, "%v", err)

@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		{[]string{"suite", "weekly"}, `unknown suite "weekly" (valid: quick, full, libs)`},
 		{[]string{"check"}, `want exactly one path, got 0`},
 		{[]string{"list", "extra"}, `takes no arguments`},
-		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, suite, list, check, report, serve, version, help)`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, suite, list, check, report, serve, worker-check, version, help)`},
 		{nil, "Usage:"},
 	}
 	for _, c := range cases {
@@ -135,7 +135,7 @@ func TestCheckRefusesMalformedAndCallsEmptyUnknown(t *testing.T) {
 
 // The example in docs/history.md is a history `harness check` takes.
 func TestHistoryDocExampleChecks(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "history.md"))
+	b, err := os.ReadFile(filepath.Join("..", "docs", "history.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

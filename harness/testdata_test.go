@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 // reached. A change to the checker that flips one of them fails here,
 // whatever the change meant to do: look at the run, then record again.
 func TestDataReplays(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "runs", "*"))
+	dirs, err := filepath.Glob(filepath.Join("..", "testdata", "runs", "*"))
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no recorded runs under testdata/runs: %v", err)
 	}

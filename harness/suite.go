@@ -1,6 +1,7 @@
-package main
+package harness
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -26,7 +27,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check")
 	asJSON := c.Bool("json", false, "print the suite's results.json on stdout (the progress lines go to stderr)")
 	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per scenario and seed, the anomaly narrative as its text")
-	onBackend := backendFlags(c)
+	override := overrideFlags(c)
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -44,7 +45,20 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		return c.fail(stderr, "%v", err)
 	}
 	for i := range plan {
-		onBackend(&plan[i].Spec)
+		override.apply(&plan[i].Spec)
+	}
+	if override.changesLock() {
+		// The catalog spans topologies; a lock runs on some of them.
+		kept := plan[:0]
+		for _, p := range plan {
+			if err := p.Spec.Validate(); !errors.Is(err, scenario.ErrLockTopology) {
+				kept = append(kept, p)
+			}
+		}
+		if skipped := len(plan) - len(kept); skipped > 0 {
+			fmt.Fprintf(stderr, "suite %s: skipping %d runs on topologies the lock does not run on\n", name, skipped)
+		}
+		plan = kept
 	}
 	if err := scenario.ResolveSuite(plan); err != nil {
 		return c.fail(stderr, "%v", err)

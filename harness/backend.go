@@ -1,0 +1,45 @@
+package harness
+
+import (
+	"strings"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/scenario"
+)
+
+// overrides are the flags a verb that runs catalog scenarios takes to
+// change what every scenario runs on, or with which lock.
+type overrides struct {
+	backend, image, lock, workerCmd *string
+}
+
+// overrideFlags adds --backend, --image, --lock and --worker-cmd to a verb
+// that runs catalog scenarios.
+func overrideFlags(fs *command) overrides {
+	return overrides{
+		backend:   fs.String("backend", "", "where nodes run: "+strings.Join(cluster.Backends, ", ")+" (default: the scenario's, local)"),
+		image:     fs.String("image", "", "the docker backend's node `image`, which must have redis-server on its PATH (default "+cluster.DefaultImage+", built by make docker-image)"),
+		lock:      fs.String("lock", "", "run the scenarios with this lock instead of their own (exec: the worker of --worker-cmd)"),
+		workerCmd: fs.String("worker-cmd", "", "with --lock exec: the `command` every client runs, a worker speaking the worker protocol (docs/worker-protocol.md)"),
+	}
+}
+
+// apply changes a scenario's spec where a flag was given, leaving the
+// catalog's choice elsewhere.
+func (o overrides) apply(s *scenario.Spec) {
+	if *o.backend != "" {
+		s.Backend = *o.backend
+	}
+	if *o.image != "" {
+		s.Image = *o.image
+	}
+	switch {
+	case *o.lock != "":
+		s.Lock, s.WorkerCmd = *o.lock, *o.workerCmd
+	case *o.workerCmd != "":
+		s.Lock, s.WorkerCmd = scenario.ExecLock, *o.workerCmd
+	}
+}
+
+// changesLock reports whether the scenarios run with another lock.
+func (o overrides) changesLock() bool { return *o.lock != "" || *o.workerCmd != "" }

@@ -1,0 +1,132 @@
+package scenario
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/workloads"
+)
+
+func execSpecFor(workerCmd, nemesis string, limit time.Duration) Spec {
+	s := spec(ExecLock, nemesis, limit, 1)
+	s.WorkerCmd = workerCmd
+	return s
+}
+
+func needRedisPy(t *testing.T) {
+	t.Helper()
+	needRedis(t)
+	if _, err := probe(Spec{Lock: ExecLock, WorkerCmd: RedisPyWorker}); err != nil {
+		t.Skipf("the redis-py worker does not start (Debian's python3-redis missing? run `make setup`): %v", err)
+	}
+}
+
+// redis-py's own Lock, in a Python worker: safe without faults, caught
+// writing stale data when its process is frozen past the TTL.
+func TestExecRedisPy(t *testing.T) {
+	needRedisPy(t)
+	t.Run("none", func(t *testing.T) {
+		r := run(t, execSpecFor(RedisPyWorker, "none", 4*time.Second))
+		wantValid(t, r)
+		if got := r.Stats["extend"].OK; got < 3 {
+			t.Errorf("extend ok = %d: the worker announced extend, so holders extend", got)
+		}
+	})
+	t.Run("pause-client", func(t *testing.T) {
+		wantAnomaly(t, run(t, execSpecFor(RedisPyWorker, "pause-client", 6*time.Second)), checker.StaleWrite)
+	})
+	t.Run("named after the worker", func(t *testing.T) {
+		p, err := execSpecFor(RedisPyWorker, "none", time.Second).Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.Name != "single-redis-py-lock-none" || p.Spec.Lock != ExecLock {
+			t.Errorf("name %q lock %q, want single-redis-py-lock-none and exec", p.Spec.Name, p.Spec.Lock)
+		}
+	})
+}
+
+// What a worker cannot do is refused before the run, with the reason.
+func TestExecRefusals(t *testing.T) {
+	needRedisPy(t)
+	redlock := execSpecFor(RedisPyWorker, "none", time.Second)
+	redlock.Topology = cluster.Redlock
+	cases := map[string]struct {
+		s    Spec
+		want string
+	}{
+		"topology the worker did not announce": {redlock, "unsupported topology: lock worker redis-py-lock does not run on topology redlock (it runs on single)"},
+		"exec without a command":               {execSpecFor("", "none", time.Second), "lock exec needs --worker-cmd"},
+		"a command without exec":               {func() Spec { s := spec("cad", "none", time.Second, 1); s.WorkerCmd = "x"; return s }(), "goes with --lock exec, not --lock cad"},
+		"another protocol": {execSpecFor(`echo '{"kind":"ready","protocol":2,"name":"future"}'; cat >/dev/null`, "none", time.Second),
+			"it speaks worker protocol 2; this harness speaks protocol 1"},
+		"no such program": {execSpecFor("/nonexistent/worker", "none", time.Second), "exited before its ready line"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := tc.s.Resolve()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Resolve: %v, want an error saying %q", err, tc.want)
+			}
+			if n := proc.Live(); n != 0 {
+				t.Errorf("%d worker processes left after the refusal", n)
+			}
+		})
+	}
+}
+
+// A worker that says it cannot go on ends the run as a harness error with
+// its message, never as a verdict.
+func TestExecFatalIsAHarnessError(t *testing.T) {
+	needRedis(t)
+	t.Cleanup(proc.KillAll)
+	worker := `read hello; echo '{"kind":"ready","protocol":1,"name":"badpass"}'; ` +
+		`read req; echo '{"kind":"fatal","error":"WRONGPASS invalid username-password pair"}'; sleep 5`
+	out, err := RunSpec(context.Background(), execSpecFor(worker, "none", 3*time.Second), Options{Store: t.TempDir(), WorkerBin: workerBin})
+	if err == nil || !strings.Contains(err.Error(), "WRONGPASS invalid username-password pair") {
+		t.Fatalf("run error %v, want the worker's fatal message", err)
+	}
+	if out.Results.Valid == checker.Valid {
+		t.Fatalf("verdict %v after a fatal worker, want anything but valid", out.Results.Valid)
+	}
+	if n := proc.Live(); n != 0 {
+		t.Errorf("%d processes left", n)
+	}
+}
+
+// A lock that renews in the background is judged by its renewals when the
+// worker reports them (valid), and not judged at all when it cannot
+// (unknown, never invalid): the same worker, its events filtered out and
+// its ready line saying so.
+func TestRenewalsTheHarnessCannotSee(t *testing.T) {
+	needRedis(t)
+	long := func(workerCmd string) Spec {
+		s := execSpecFor(workerCmd, "none", 6*time.Second)
+		s.Hold = Duration(2500 * time.Millisecond)
+		return s
+	}
+	builtin := workerBin + " worker --lock renew"
+	t.Run("reported", func(t *testing.T) {
+		r := run(t, long(builtin))
+		wantValid(t, r)
+	})
+	t.Run("unreported", func(t *testing.T) {
+		hidden := builtin + ` | grep --line-buffered -v '"kind":"event"' | sed -u 's/"renewals":"reported"/"renewals":"` + workloads.RenewUnreported + `"/'`
+		r := run(t, long(hidden))
+		if r.Valid != checker.Unknown {
+			t.Fatalf("verdict %v (anomalies %v, unjudged %v), want unknown", r.Valid, r.Anomalies, r.Checker.Unjudged)
+		}
+		n := 0
+		for _, v := range r.Checker.Unjudged {
+			n += v
+		}
+		if n == 0 {
+			t.Errorf("no unjudged findings: with its renewals hidden, holds past the TTL look like expiries")
+		}
+	})
+}

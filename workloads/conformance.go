@@ -1,0 +1,458 @@
+package workloads
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/proc"
+)
+
+// Conformance is the report of a worker's scripted session: what it did
+// right, and every mistake in plain words.
+type Conformance struct {
+	Ready    Ready
+	Passed   []string
+	Problems []string
+}
+
+// OK reports whether the worker made no mistake.
+func (c *Conformance) OK() bool { return len(c.Problems) == 0 }
+
+// ConformanceConfig is what the session runs against.
+type ConformanceConfig struct {
+	// Addr is a Redis the session may use freely (the check flushes it).
+	Addr        string
+	OpTimeout   time.Duration
+	ReplyWithin time.Duration
+	// Stderr receives the worker's stderr.
+	Stderr io.Writer
+}
+
+// CheckWorker runs cmd through a scripted session against the Redis at
+// cfg.Addr: handshake, acquire, busy, write, extend (if offered), a
+// release of a lease it does not hold, release, a renewal event (if
+// offered), and an orderly exit when stdin closes.
+func CheckWorker(ctx context.Context, cmd *exec.Cmd, cfg ConformanceConfig) (*Conformance, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.Addr})
+	defer rdb.Close()
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("the session's redis at %s: %w", cfg.Addr, err)
+	}
+	s, err := startSession(cmd, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer s.kill()
+	rep := &Conformance{}
+	s.run(ctx, rdb, rep)
+	rep.Problems = append(rep.Problems, s.lineProblems()...)
+	return rep, nil
+}
+
+// session is one worker under conformance test: every line it writes is
+// checked as it arrives.
+type session struct {
+	cfg   ConformanceConfig
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+
+	lines   chan []byte
+	exited  chan struct{}
+	waitErr error
+
+	mu       sync.Mutex
+	problems []string
+	events   []Message
+}
+
+func startSession(cmd *exec.Cmd, cfg ConformanceConfig) (*session, error) {
+	s := &session{cfg: cfg, cmd: cmd, lines: make(chan []byte, 64), exited: make(chan struct{})}
+	var err error
+	if s.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = cfg.Stderr
+	if err := proc.Start(cmd); err != nil {
+		return nil, fmt.Errorf("start the worker: %w", err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			s.lines <- bytes.Clone(sc.Bytes())
+		}
+		s.waitErr = cmd.Wait()
+		proc.Forget(cmd)
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+func (s *session) kill() {
+	proc.Kill(s.cmd)
+	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT)
+	<-s.exited
+}
+
+func (s *session) problem(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.problems = append(s.problems, fmt.Sprintf(format, args...))
+}
+
+func (s *session) lineProblems() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.problems
+}
+
+// errGone ends a session whose worker can no longer answer.
+var errGone = errors.New("the worker is gone")
+
+// next is the worker's next line within d; a line that is not a message
+// is a problem and skipped.
+func (s *session) next(d time.Duration, waitingFor string) (Message, []byte, error) {
+	deadline := time.After(d)
+	for {
+		select {
+		case line := <-s.lines:
+			m, err := decodeMessage(line)
+			if err != nil {
+				s.problem("stdout line %q: %v (stdout carries protocol lines only; write logs to stderr)", line, err)
+				continue
+			}
+			return m, line, nil
+		case <-s.exited:
+			// Lines written just before the exit come first.
+			select {
+			case line := <-s.lines:
+				s.lines <- line
+				continue
+			default:
+			}
+			s.problem("it crashed while the harness waited for its %s: %s", waitingFor, exitStatus(s.waitErr))
+			return Message{}, nil, errGone
+		case <-deadline:
+			s.problem("no %s within %v", waitingFor, d)
+			return Message{}, nil, errGone
+		}
+	}
+}
+
+// decodeMessage decodes a worker line strictly: one JSON object, known
+// kind, every field of its type.
+func decodeMessage(line []byte) (Message, error) {
+	var m Message
+	if err := strictUnmarshal(line, &m); err != nil {
+		return m, err
+	}
+	switch m.Kind {
+	case KindReply, KindEvent, KindPaused, KindFatal, KindReady:
+	case "":
+		return m, errors.New(`it has no "kind"`)
+	default:
+		return m, fmt.Errorf("unknown kind %q (valid: %s, %s, %s, %s)", m.Kind, KindReply, KindEvent, KindPaused, KindFatal)
+	}
+	return m, nil
+}
+
+func jsonKind(goKind string) string {
+	switch {
+	case strings.HasPrefix(goKind, "int"):
+		return "number"
+	case goKind == "bool":
+		return "boolean"
+	case goKind == "slice":
+		return "list"
+	}
+	return goKind
+}
+
+func exitStatus(err error) string {
+	if err == nil {
+		return "it exited with status 0"
+	}
+	return err.Error()
+}
+
+// call sends req and returns its reply. Events that arrive meanwhile are
+// kept; a reply to another id, or a second reply, is a problem.
+func (s *session) call(req Request) (Message, error) {
+	line, _ := json.Marshal(req)
+	if _, err := s.stdin.Write(append(line, '\n')); err != nil {
+		s.problem("it stopped reading its stdin before %s %d: %v", req.Op, req.ID, err)
+		return Message{}, errGone
+	}
+	what := fmt.Sprintf("reply to %s (id %d)", req.Op, req.ID)
+	for {
+		m, raw, err := s.next(s.cfg.ReplyWithin, what)
+		if err != nil {
+			return m, err
+		}
+		switch m.Kind {
+		case KindEvent:
+			s.mu.Lock()
+			s.events = append(s.events, m)
+			s.mu.Unlock()
+			continue
+		case KindReply:
+		default:
+			s.problem("a %q line during %s: %s", m.Kind, req.Op, raw)
+			if m.Kind == KindFatal {
+				return m, errGone
+			}
+			continue
+		}
+		if m.ID == 0 {
+			s.problem(`a reply without "id" during %s (id %d): %s`, req.Op, req.ID, raw)
+			continue
+		}
+		if m.ID != req.ID {
+			s.problem("a reply to id %d, which is not the outstanding request (id %d, %s): %s", m.ID, req.ID, req.Op, raw)
+			continue
+		}
+		if err := checkReply(m, raw); err != nil {
+			s.problem("%s reply %s: %v", req.Op, raw, err)
+		}
+		s.settle(req)
+		return m, nil
+	}
+}
+
+// settle notices a second reply to the request just answered.
+func (s *session) settle(req Request) {
+	select {
+	case line := <-s.lines:
+		if m, err := decodeMessage(line); err == nil && m.Kind == KindReply && m.ID == req.ID {
+			s.problem("a second reply to %s (id %d): %s (one request, one reply)", req.Op, req.ID, line)
+			return
+		}
+		s.lines <- line
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func checkReply(m Message, raw []byte) error {
+	switch m.Type {
+	case history.OK, history.Info:
+	case history.Fail:
+		switch m.Reason {
+		case history.ReasonBusy, history.ReasonNotHeld, history.ReasonRejected:
+		case "":
+			return errors.New(`a fail without "reason" (busy, not-held or rejected)`)
+		default:
+			return fmt.Errorf("reason %q (valid: busy, not-held, rejected)", m.Reason)
+		}
+	case "":
+		return errors.New(`it has no "type" (ok, fail or info)`)
+	default:
+		return fmt.Errorf("type %q (valid: ok, fail, info)", m.Type)
+	}
+	return nil
+}
+
+func (s *session) run(ctx context.Context, rdb *redis.Client, rep *Conformance) {
+	pass := func(format string, args ...any) { rep.Passed = append(rep.Passed, fmt.Sprintf(format, args...)) }
+	hello, _ := json.Marshal(Hello{Op: "hello", Protocol: Protocol, Topology: "single", OpTimeoutMs: s.cfg.OpTimeout.Milliseconds(),
+		ReplyWithinMs: s.cfg.ReplyWithin.Milliseconds(), Nodes: []string{s.cfg.Addr}})
+	if _, err := s.stdin.Write(append(hello, '\n')); err != nil {
+		s.problem("it took no hello: %v", err)
+		return
+	}
+	var first []byte
+	select {
+	case first = <-s.lines:
+	case <-s.exited:
+		s.problem("it exited before its ready line: %s", exitStatus(s.waitErr))
+		return
+	case <-time.After(readyWithin):
+		s.problem("no ready line within %v", readyWithin)
+		return
+	}
+	r, err := ParseReady(first)
+	if err != nil {
+		s.problem("%v", err)
+		return
+	}
+	rep.Ready = r
+	pass("handshake: %s %s, protocol %d, extend %v, fences %v, renewals %s, points %v, topologies %v",
+		r.Name, r.Version, r.Protocol, r.Extend, r.Fences, r.Renewals, r.Points, r.Topologies)
+
+	const key = "lockharness-check"
+	ttl := int64(2000)
+	id := int64(0)
+	call := func(req Request) (Message, bool) {
+		id++
+		req.ID, req.Key = id, key
+		m, err := s.call(req)
+		return m, err == nil
+	}
+	want := func(step string, m Message, typ, reason string) bool {
+		if m.Type != typ || (reason != "" && m.Reason != reason) {
+			got := m.Type
+			if m.Reason != "" {
+				got += " (" + m.Reason + ")"
+			}
+			if m.Error != "" {
+				got += ": " + m.Error
+			}
+			wantS := typ
+			if reason != "" {
+				wantS += " (" + reason + ")"
+			}
+			s.problem("%s answered %s; want %s", step, got, wantS)
+			return false
+		}
+		pass("%s: %s", step, wantS(typ, reason))
+		return true
+	}
+
+	m, ok := call(Request{Op: history.Acquire, Token: "A", TTLMs: ttl})
+	if !ok {
+		return
+	}
+	if want("acquire of a free lock", m, history.OK, "") {
+		if m.ValidMs <= 0 || m.ValidMs > ttl {
+			s.problem("acquire's valid_ms is %d; want the lease the client believes in, 1..%d ms", m.ValidMs, ttl)
+		}
+		if n, err := rdb.DBSize(ctx).Result(); err == nil && n == 0 {
+			s.problem("acquire answered ok, but the server holds no key at all")
+		}
+	}
+	if m, ok = call(Request{Op: history.Acquire, Token: "B", TTLMs: ttl}); !ok {
+		return
+	}
+	want("acquire of a held lock (another token)", m, history.Fail, history.ReasonBusy)
+	if m, ok = call(Request{Op: history.Write, Token: "A", Value: 41}); !ok {
+		return
+	}
+	if want("write under the lease", m, history.OK, "") && (m.Value != 42 || m.Token != "A") {
+		s.problem("write answered value %d token %q; want value 42 (the value sent plus one) under token \"A\"", m.Value, m.Token)
+	}
+	if r.Extend {
+		if m, ok = call(Request{Op: history.Extend, Token: "A", TTLMs: 3 * ttl}); !ok {
+			return
+		}
+		if want("extend of the lease", m, history.OK, "") && m.ValidMs <= ttl {
+			s.problem("extend to %d ms answered valid_ms %d; want more than the %d ms of the grant", 3*ttl, m.ValidMs, ttl)
+		}
+	}
+	if m, ok = call(Request{Op: history.Release, Token: "B"}); !ok {
+		return
+	}
+	want("release of a lease it does not hold", m, history.Fail, history.ReasonNotHeld)
+	if m, ok = call(Request{Op: history.Release, Token: "A"}); !ok {
+		return
+	}
+	want("release of its lease", m, history.OK, "")
+	if m, ok = call(Request{Op: history.Acquire, Token: "C", TTLMs: ttl}); !ok {
+		return
+	}
+	if want("acquire after the release", m, history.OK, "") {
+		if r.Renewals == RenewReported {
+			s.checkRenewals(ctx, "C", rep)
+		}
+		if m, ok = call(Request{Op: history.Release, Token: "C"}); !ok {
+			return
+		}
+		want("release", m, history.OK, "")
+	}
+	s.checkEvents(rep)
+	s.stdin.Close()
+	select {
+	case <-s.exited:
+		pass("exit when stdin closed")
+	case <-time.After(2 * time.Second):
+		s.problem("it did not exit within 2s of its stdin closing")
+	}
+}
+
+func wantS(typ, reason string) string {
+	if reason != "" {
+		return typ + " (" + reason + ")"
+	}
+	return typ
+}
+
+// checkRenewals waits past the grant's TTL for the renewal events a worker
+// announcing reported renewals must send.
+func (s *session) checkRenewals(ctx context.Context, token string, rep *Conformance) {
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case line := <-s.lines:
+			m, err := decodeMessage(line)
+			if err != nil {
+				s.problem("stdout line %q: %v", line, err)
+				continue
+			}
+			if m.Kind != KindEvent {
+				s.problem("a %q line while it held the lock and nothing was asked: %s", m.Kind, line)
+				continue
+			}
+			s.mu.Lock()
+			s.events = append(s.events, m)
+			s.mu.Unlock()
+		case <-s.exited:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.events {
+		if e.F == history.Extend && e.Type == history.OK && e.Token == token {
+			rep.Passed = append(rep.Passed, "renewal events while holding past its TTL")
+			return
+		}
+	}
+	s.problems = append(s.problems, fmt.Sprintf("it announced reported renewals, but held a 2s lease for 3s without an extend event (ok) for token %q", token))
+}
+
+// checkEvents holds the background events to their pairing: each invoke
+// one completion, of a known type.
+func (s *session) checkEvents(rep *Conformance) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open := map[string]bool{}
+	for _, e := range s.events {
+		id := e.F + " " + e.Token
+		switch {
+		case e.F != history.Extend && e.F != history.Lost:
+			s.problems = append(s.problems, fmt.Sprintf("an event with f %q; events are extend or lost", e.F))
+		case e.F == history.Lost:
+		case e.Type == history.Invoke:
+			if open[id] {
+				s.problems = append(s.problems, fmt.Sprintf("two outstanding %s events for token %q: the second began before the first ended", e.F, e.Token))
+			}
+			open[id] = true
+		case e.Type == history.OK || e.Type == history.Fail || e.Type == history.Info:
+			if !open[id] {
+				s.problems = append(s.problems, fmt.Sprintf("an %s %s event for token %q that never began (no invoke)", e.F, e.Type, e.Token))
+			}
+			delete(open, id)
+		default:
+			s.problems = append(s.problems, fmt.Sprintf("an event of type %q (valid: invoke, ok, fail, info)", e.Type))
+		}
+	}
+	if len(s.events) > 0 {
+		rep.Passed = append(rep.Passed, fmt.Sprintf("%d background events", len(s.events)))
+	}
+}
