@@ -83,8 +83,38 @@ func lockRoundTrip(t *testing.T, rc *redis.Client) {
 	}
 }
 
+// needDocker skips the docker backend's variant when no engine answers
+// (and under -short), as the backend's own tests do.
+func needDocker(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no containers")
+	}
+	cli, err := cluster.DockerEngine(context.Background())
+	if err != nil {
+		t.Skipf("skipping the docker backend's tests: %v", err)
+	}
+	cli.Close()
+}
+
 func TestAuthAndTLSOnASingleNode(t *testing.T) {
-	c, dir := startSecureIn(t, cluster.Spec{Topology: cluster.Single, Auth: true, TLS: true})
+	checkSingleNode(t, cluster.BackendLocal)
+}
+
+// The docker backend takes the same flags: the containers mount the run's
+// certificates, and its image holds the TLS libraries redis-server loads.
+func TestDockerAuthAndTLSOnASingleNode(t *testing.T) {
+	needDocker(t)
+	checkSingleNode(t, cluster.BackendDocker)
+}
+
+func TestDockerAuthAndTLSSentinelFailsOver(t *testing.T) {
+	needDocker(t)
+	checkSentinelFailover(t, startSecure(t, cluster.Spec{Topology: cluster.Sentinel, Backend: cluster.BackendDocker, Auth: true, TLS: true}))
+}
+
+func checkSingleNode(t *testing.T, backend string) {
+	c, dir := startSecureIn(t, cluster.Spec{Topology: cluster.Single, Backend: backend, Auth: true, TLS: true})
 	ctx := context.Background()
 	tg := target(t, c, 0)
 	if tg.Username != cluster.ClientUser || tg.Password == "" || !tg.TLS || tg.CAFile == "" {
@@ -119,6 +149,14 @@ func TestAuthAndTLSOnASingleNode(t *testing.T) {
 	if v := c.ServerVersions(ctx)["n1"]; !strings.HasPrefix(v, "7.") {
 		t.Errorf("server version %q", v)
 	}
+	// A restarted node comes back as secured as it was.
+	if err := c.Nodes[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Nodes[0].Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lockRoundTrip(t, newClient(t, tg))
 
 	// A wrong or missing password fails at once, definitely, and says why.
 	for _, tc := range []struct {
@@ -197,8 +235,7 @@ func TestAuthAndTLSSentinelFailsOver(t *testing.T) {
 	if _, err := exec.LookPath("redis-sentinel"); err != nil {
 		t.Skip("redis-sentinel not installed; run `make setup`")
 	}
-	c := startSecure(t, cluster.Spec{Topology: cluster.Sentinel, Auth: true, TLS: true})
-	checkSentinelFailover(t, c)
+	checkSentinelFailover(t, startSecure(t, cluster.Spec{Topology: cluster.Sentinel, Auth: true, TLS: true}))
 }
 
 func checkSentinelFailover(t *testing.T, c *cluster.Cluster) {
