@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -227,10 +228,22 @@ func (s *security) aclRule(commands []string, keys bool) []string {
 			rule = append(rule, "allkeys")
 		}
 		for _, k := range s.keys {
-			rule = append(rule, "~"+k)
+			rule = append(rule, "~"+configSafe(k))
 		}
 	}
 	return append(rule, commands...)
+}
+
+// configSafe makes a key pattern fit a configuration line, where an ACL
+// rule ends at white space even when quoted: each white-space character
+// becomes ?, which matches it (and any other one character).
+func configSafe(pattern string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return '?'
+		}
+		return r
+	}, pattern)
 }
 
 // serverArgs are a redis-server's security arguments: TLS on its port, and

@@ -228,6 +228,33 @@ func TestAuthOrTLSAlone(t *testing.T) {
 	}
 }
 
+// Any --key works: the ACL grants exactly its keys (white space, which a
+// configuration line cannot hold in a rule, as any one character).
+func TestAuthGrantsAnyKey(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed; run `make setup`")
+	}
+	ctx := context.Background()
+	key := "lock:it's \"mine\" *\tnow"
+	c, err := cluster.Start(ctx, cluster.Spec{Topology: cluster.Single, Backend: cluster.BackendLocal, Persistence: cluster.PersistNone,
+		Dir: t.TempDir(), Auth: true, LockKeys: locks.KeyPatterns(key), Link: func(_, upstream string) (string, error) { return upstream, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	rc := newClient(t, target(t, c, 0))
+	for _, k := range []string{key, key + ":fence", "rueidislock:0:" + key} {
+		if err := rc.Set(ctx, k, "A", time.Second).Err(); err != nil {
+			t.Errorf("SET %q: %v", k, err)
+		}
+	}
+	for _, k := range []string{"lock:it's \"mine\" x\tnow", "lock:other", "rueidislock:0:lock:other"} {
+		if err := rc.Set(ctx, k, "A", time.Second).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+			t.Errorf("SET %q: %v; want NOPERM", k, err)
+		}
+	}
+}
+
 // Replication and monitoring work under TLS and Auth: the topology
 // settles, fails over when asked, and the lock client follows the
 // sentinels (as the ACL user, on them too) to the new primary.
