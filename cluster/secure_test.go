@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,6 +306,19 @@ func checkSentinelFailover(t *testing.T, c *cluster.Cluster) {
 		t.Fatal(err)
 	}
 	t.Logf("promoted %s", p.Name())
+	// A restarted sentinel reads back the configuration it rewrote (its
+	// TLS, passwords and client user included) and names the new primary.
+	s2 := c.Sentinels[1]
+	if err := s2.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := c.Do(ctx, c.Sentinels[0], "SENTINEL", "get-master-addr-by-name", "lockharness")
+	if got, err := c.Do(ctx, s2, "SENTINEL", "get-master-addr-by-name", "lockharness"); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("restarted %s names %v, %v; want %v", s2.Name(), got, err, want)
+	}
 	// A fresh client finds the new primary and writes there.
 	lockRoundTrip(t, newClient(t, tg))
 	// A replica follows the new primary, over TLS with the admin password
