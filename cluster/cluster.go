@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Persistence modes a node can run with.
@@ -73,6 +75,18 @@ type Spec struct {
 	// Nodes is how many nodes the topology has, for topologies whose size
 	// can be chosen (redlock); 0 is the topology's own size.
 	Nodes int
+	// Auth runs every node and sentinel with passwords and ACLs: the
+	// default user has a password only the harness knows (its own checks,
+	// replication, the sentinels' monitoring), and lock clients log in as
+	// ClientUser, who may run only what a lock client needs, on LockKeys.
+	Auth bool
+	// TLS runs every node and sentinel with TLS only (no plain port),
+	// replication and monitoring included, with a CA and certificate made
+	// for the run under Dir/tls.
+	TLS bool
+	// LockKeys are the key patterns (Redis globs) ClientUser may touch
+	// under Auth; empty means every key.
+	LockKeys []string
 	// Link makes a proxy named name in front of upstream and returns its
 	// address. Every path to a node goes through one: each client's, and
 	// for topologies whose nodes talk to each other (replication,
@@ -96,6 +110,9 @@ type Cluster struct {
 	// internal maps a node's name to the address its peers and monitors
 	// use for it: its internal link (topologies with Replication).
 	internal map[string]string
+	// sec is the started run's passwords and certificates (Auth, TLS);
+	// nil for a plain run.
+	sec *security
 }
 
 // backend starts nodes somewhere: as local processes or as containers.
@@ -192,6 +209,9 @@ func (c *Cluster) Start(ctx context.Context, dir string, link func(name, upstrea
 		return fmt.Errorf("topology %s started twice", c.Topology)
 	}
 	c.spec.Dir, c.spec.Link = dir, link
+	if c.sec, err = newSecurity(c.spec, dir); err != nil {
+		return err
+	}
 	c.backend = localBackend{}
 	if c.spec.Backend == BackendDocker {
 		if c.backend, err = newDockerBackend(ctx, c.spec.Image); err != nil {
@@ -222,7 +242,7 @@ func (c *Cluster) Servers() []Node { return append(append([]Node(nil), c.Nodes..
 func (c *Cluster) ServerVersions(ctx context.Context) map[string]string {
 	out := map[string]string{}
 	for _, n := range c.Servers() {
-		v, err := query(ctx, n.Addr(), "INFO", "server")
+		v, err := c.query(ctx, n.Addr(), "INFO", "server")
 		if err != nil {
 			out[n.Name()] = "unknown (" + err.Error() + ")"
 			continue
@@ -246,7 +266,28 @@ func (c *Cluster) ServerVersions(ctx context.Context) map[string]string {
 // nodeConfig is how a topology starts a planned node: in its own
 // directory, with the spec's persistence and clock.
 func (c *Cluster) nodeConfig(name string) NodeConfig {
-	return NodeConfig{Name: name, Dir: filepath.Join(c.spec.Dir, name), Persistence: c.spec.Persistence, Clock: c.spec.Clock}
+	return NodeConfig{Name: name, Dir: filepath.Join(c.spec.Dir, name), Persistence: c.spec.Persistence, Clock: c.spec.Clock, sec: c.sec}
+}
+
+// Do runs one command on a started node or sentinel as the harness does
+// for itself: as the default user, with the run's admin password and TLS
+// when it has them. Lock clients never get this path (see ConnectClient).
+func (c *Cluster) Do(ctx context.Context, n Node, args ...any) (any, error) {
+	return c.query(ctx, n.Addr(), args...)
+}
+
+// Ping wants a PONG from a started node or sentinel within timeout, over
+// the harness's own path (see Do).
+func (c *Cluster) Ping(n Node, timeout time.Duration) error {
+	return c.sec.ping(n.Addr(), timeout)
+}
+
+// query sends one command to addr on a short-lived connection of the
+// harness's own.
+func (c *Cluster) query(ctx context.Context, addr string, args ...any) (any, error) {
+	cl := redis.NewClient(c.sec.options(addr))
+	defer cl.Close()
+	return cl.Do(ctx, args...).Result()
 }
 
 // Node returns the node with the given name.

@@ -208,6 +208,10 @@ func (n *DockerNode) create(ctx context.Context, image string) error {
 		args = []string{n.confPath(), "--sentinel"}
 	}
 	binds := []string{n.dir + ":" + n.dir}
+	if n.sec != nil && n.sec.tls {
+		// The run's certificates, at the path the arguments name.
+		binds = append(binds, n.sec.dir+":"+n.sec.dir+":ro")
+	}
 	env := map[string]string{}
 	if n.clockFile != "" {
 		binds = append(binds, n.clockLib+":"+shimInContainer+":ro")

@@ -19,6 +19,16 @@ type ClientAccess struct {
 	// Dial maps an address the servers announce (a node's internal link)
 	// to this client's own link for that node.
 	Dial map[string]string
+	// Username and Password log the client in (Spec.Auth): ClientUser and
+	// its password, for the nodes and, with the same pair, the sentinels.
+	// Empty without Auth.
+	Username, Password string
+	// TLS: every address speaks TLS only (Spec.TLS); CAFile is the PEM file
+	// of the run's CA, the one certificate a client needs to trust. The
+	// servers' certificate names 127.0.0.1 and localhost, and the servers
+	// ask for no client certificate.
+	TLS    bool
+	CAFile string
 }
 
 // ConnectClient makes client slot's links, one to every node and sentinel,
@@ -38,7 +48,7 @@ func (c *Cluster) ConnectClient(slot int) (ClientAccess, error) {
 		}
 		addrs[n.Name()] = addr
 	}
-	return c.top.access(c, func(node string) string { return addrs[node] }), nil
+	return c.sec.clientAccess(c.top.access(c, func(node string) string { return addrs[node] })), nil
 }
 
 // ClientLink is the name of client slot's link to a node or sentinel.

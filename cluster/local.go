@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +30,8 @@ type serverConf struct {
 	// clockLib and clockFile are the clock shim and the node's offset file;
 	// empty when the node runs without the shim.
 	clockLib, clockFile string
+	// sec is how the run secures its servers; nil for a plain one.
+	sec *security
 }
 
 // LocalNode is a redis-server (or redis-sentinel) child process on 127.0.0.1.
@@ -60,6 +61,8 @@ type NodeConfig struct {
 	// ClockShim is the shim library for Clock; empty finds it with
 	// clockshim.Find (bin/libclockshim.so, else a cached build).
 	ClockShim string
+	// sec is the cluster's security (Spec.Auth, Spec.TLS); nil for none.
+	sec *security
 }
 
 // StartLocal starts redis-server on a free port with its data and log in dir.
@@ -103,7 +106,7 @@ func newServerConf(cfg NodeConfig) (*serverConf, error) {
 			return nil, err
 		}
 	}
-	n := &serverConf{name: cfg.Name, dir: dir, port: port, persistence: cfg.Persistence, extra: cfg.Args, sentinel: cfg.Sentinel}
+	n := &serverConf{name: cfg.Name, dir: dir, port: port, persistence: cfg.Persistence, extra: cfg.Args, sentinel: cfg.Sentinel, sec: cfg.sec}
 	if cfg.Clock || cfg.ClockShim != "" {
 		if err := n.setupClock(cfg.ClockShim); err != nil {
 			return nil, err
@@ -122,14 +125,17 @@ func newServerConf(cfg NodeConfig) (*serverConf, error) {
 func (n *serverConf) writeSentinelConf() error {
 	lines := []string{
 		"bind 127.0.0.1",
-		"port " + strconv.Itoa(n.port),
 		"dir " + n.dir,
 		"logfile " + n.LogPath(),
 		"daemonize no",
 		"protected-mode no",
 	}
+	for _, kv := range n.sec.tlsArgs(n.port) {
+		lines = append(lines, strings.Join(kv, " "))
+	}
 	lines = append(lines, n.extra...)
-	return os.WriteFile(n.confPath(), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	// 0600: with Auth it holds passwords.
+	return os.WriteFile(n.confPath(), []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
 // setupClock resolves the shim and writes the offset file with 0.
@@ -210,7 +216,6 @@ func (n *serverConf) args() []string {
 	}
 	a := []string{
 		"--bind", "127.0.0.1",
-		"--port", strconv.Itoa(n.port),
 		"--dir", n.dir,
 		"--logfile", n.LogPath(),
 		"--daemonize", "no",
@@ -222,6 +227,8 @@ func (n *serverConf) args() []string {
 	} else {
 		a = append(a, "--appendonly", "no")
 	}
+	// The port (plain, or TLS only) and, with Auth, the passwords and ACL.
+	a = append(a, n.sec.serverArgs(n.port)...)
 	return append(a, n.extra...)
 }
 
@@ -304,7 +311,7 @@ func (n *LocalNode) waitReady(ctx context.Context, exited <-chan struct{}) error
 func (n *serverConf) waitPong(ctx context.Context, gone func() bool, what string) error {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if Ping(n.Addr(), 200*time.Millisecond) == nil {
+		if n.sec.ping(n.Addr(), 200*time.Millisecond) == nil {
 			return nil
 		}
 		if gone() {
@@ -321,25 +328,11 @@ func (n *serverConf) waitPong(ctx context.Context, gone func() bool, what string
 	}
 }
 
-// Ping sends a RESP PING and wants +PONG back; a LOADING reply is not ready.
+// Ping sends a RESP PING to a plain server (no Auth, no TLS) and wants
+// +PONG back; a LOADING reply is not ready. (*Cluster).Ping reaches a
+// secured one.
 func Ping(addr string, timeout time.Duration) error {
-	c, err := net.DialTimeout("tcp", addr, timeout)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
-	}
-	return nil
+	return (*security)(nil).ping(addr, timeout)
 }
 
 func tail(path string, lines int) string {

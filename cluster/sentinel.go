@@ -104,7 +104,8 @@ func startSentinel(ctx context.Context, c *Cluster) error {
 			fmt.Sprintf("sentinel failover-timeout %s %d", masterName, failoverTimeout.Milliseconds()),
 			fmt.Sprintf("sentinel parallel-syncs %s 2", masterName),
 		}
-		n, err := c.startNode(ctx, NodeConfig{Name: name, Dir: filepath.Join(s.Dir, name), Port: port, Args: conf, Sentinel: true})
+		conf = append(conf, c.sec.sentinelAuth(masterName)...)
+		n, err := c.startNode(ctx, NodeConfig{Name: name, Dir: filepath.Join(s.Dir, name), Port: port, Args: conf, Sentinel: true, sec: c.sec})
 		if err != nil {
 			return err
 		}
@@ -137,7 +138,7 @@ func (c *Cluster) settled(ctx context.Context, primaryAddr string) error {
 	if primary == nil {
 		return fmt.Errorf("no node has internal address %s", primaryAddr)
 	}
-	info, err := query(ctx, primary.Addr(), "INFO", "replication")
+	info, err := c.query(ctx, primary.Addr(), "INFO", "replication")
 	if err != nil {
 		return fmt.Errorf("primary %s: %v", primary.Name(), err)
 	}
@@ -146,7 +147,7 @@ func (c *Cluster) settled(ctx context.Context, primaryAddr string) error {
 		return fmt.Errorf("primary %s has %d of %d replicas online", primary.Name(), online, len(c.Nodes)-1)
 	}
 	for _, s := range c.Sentinels {
-		addr, err := sentinelMaster(ctx, s.Addr())
+		addr, err := c.sentinelMaster(ctx, s.Addr())
 		if err != nil {
 			return fmt.Errorf("%s: %v", s.Name(), err)
 		}
@@ -157,7 +158,7 @@ func (c *Cluster) settled(ctx context.Context, primaryAddr string) error {
 			sub  string
 			want int
 		}{{"replicas", len(c.Nodes) - 1}, {"sentinels", len(c.Sentinels) - 1}} {
-			v, err := query(ctx, s.Addr(), "SENTINEL", what.sub, masterName)
+			v, err := c.query(ctx, s.Addr(), "SENTINEL", what.sub, masterName)
 			if err != nil {
 				return fmt.Errorf("%s: SENTINEL %s: %v", s.Name(), what.sub, err)
 			}
@@ -202,16 +203,8 @@ func (c *Cluster) nodeByInternal(addr string) Node {
 	return nil
 }
 
-// query sends one command to addr on a short-lived connection.
-func query(ctx context.Context, addr string, args ...any) (any, error) {
-	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
-		ReadTimeout: time.Second, ContextTimeoutEnabled: true, Protocol: 2, DisableIdentity: true})
-	defer cl.Close()
-	return cl.Do(ctx, args...).Result()
-}
-
-func sentinelMaster(ctx context.Context, sentinelAddr string) (string, error) {
-	v, err := query(ctx, sentinelAddr, "SENTINEL", "get-master-addr-by-name", masterName)
+func (c *Cluster) sentinelMaster(ctx context.Context, sentinelAddr string) (string, error) {
+	v, err := c.query(ctx, sentinelAddr, "SENTINEL", "get-master-addr-by-name", masterName)
 	if err != nil {
 		return "", err
 	}
@@ -234,7 +227,7 @@ func (c *Cluster) Primary(ctx context.Context) (Node, error) {
 	}
 	votes := map[string]int{}
 	for _, s := range c.Sentinels {
-		if addr, err := sentinelMaster(ctx, s.Addr()); err == nil {
+		if addr, err := c.sentinelMaster(ctx, s.Addr()); err == nil {
 			votes[addr]++
 		}
 	}
@@ -253,7 +246,7 @@ func (c *Cluster) Failover(ctx context.Context) error {
 	if err := c.Can(Failover); err != nil {
 		return err
 	}
-	_, err := query(ctx, c.Sentinels[0].Addr(), "SENTINEL", "FAILOVER", masterName)
+	_, err := c.query(ctx, c.Sentinels[0].Addr(), "SENTINEL", "FAILOVER", masterName)
 	return err
 }
 
@@ -270,7 +263,7 @@ func (c *Cluster) Settle(ctx context.Context, within time.Duration) error {
 		p, err := c.Primary(ctx)
 		if err == nil {
 			var role any
-			if role, err = query(ctx, p.Addr(), "ROLE"); err == nil {
+			if role, err = c.query(ctx, p.Addr(), "ROLE"); err == nil {
 				if r, _ := role.([]any); len(r) > 0 && r[0] == "master" {
 					return nil
 				}
@@ -336,7 +329,9 @@ func (c *Cluster) subscribeSentinels(ctx context.Context, channel string) (<-cha
 	var closers []func()
 	var last error
 	for _, s := range c.Sentinels {
-		cl := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: time.Second, Protocol: 2, DisableIdentity: true})
+		opts := c.sec.options(s.Addr())
+		opts.DialTimeout, opts.ReadTimeout, opts.ContextTimeoutEnabled = time.Second, 0, false
+		cl := redis.NewClient(opts)
 		ps := cl.Subscribe(ctx, channel)
 		if _, err := ps.Receive(ctx); err != nil {
 			last = err

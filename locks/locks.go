@@ -7,15 +7,19 @@ package locks
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/internal/version"
@@ -176,18 +180,31 @@ var (
 
 // Definite reports whether err certainly means the operation did not take
 // effect (fail), as opposed to an unknown outcome (info) such as a timeout
-// or a broken connection, after which the command may still have run.
+// or a broken connection, after which the command may still have run. A
+// server's refusal counts, from go-redis or from rueidis (whose clients
+// rueidislock builds itself): among them a refused login (WRONGPASS,
+// NOAUTH) and a command the client's ACL user may not run (NOPERM).
 func Definite(err error) bool {
 	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNoQuorum) {
 		return true
 	}
 	var re redis.Error
 	if errors.As(err, &re) {
-		msg := re.Error()
-		for _, prefix := range []string{"READONLY", "NOAUTH", "LOADING", "WRONGTYPE", "NOSCRIPT", "ERR", "MASTERDOWN", "NOREPLICAS"} {
-			if strings.HasPrefix(msg, prefix) {
-				return true
-			}
+		return refusal(re.Error())
+	}
+	var rre *rueidis.RedisError
+	if errors.As(err, &rre) {
+		return refusal(rre.Error())
+	}
+	return false
+}
+
+// refusal reports whether a server's error reply says it did not run the
+// command.
+func refusal(msg string) bool {
+	for _, prefix := range []string{"READONLY", "NOAUTH", "WRONGPASS", "NOPERM", "LOADING", "WRONGTYPE", "NOSCRIPT", "ERR", "MASTERDOWN", "NOREPLICAS"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
 		}
 	}
 	return false
@@ -214,6 +231,36 @@ type Target struct {
 	// to this client's own proxy for that node, so each client can be cut
 	// off from one node alone.
 	Dial map[string]string
+	// Username and Password log in to every node (ACL user and password;
+	// a password alone is the default user's) and, for a sentinel target,
+	// to the sentinels as well. Empty: no login.
+	Username, Password string
+	// TLS speaks TLS to every address, verifying the servers against the
+	// CA in the PEM file CAFile (empty: the system's roots) and the host of
+	// the address dialled.
+	TLS    bool
+	CAFile string
+}
+
+// KeyPatterns are the keys a lock on key touches, whatever its recipe, as
+// Redis glob patterns for an ACL that grants a lock client exactly them:
+// the key itself, the fenced recipe's counter beside it, and the keys
+// rueidislock derives from it (rueidislock:<i>:<key>).
+func KeyPatterns(key string) []string {
+	k := globEscape(key)
+	return []string{k, k + ":fence", "rueidislock:*:" + k}
+}
+
+// globEscape makes s match only itself as a Redis glob pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // NewClients makes one client per independent node of the target, or the
@@ -224,7 +271,9 @@ func NewClients(t Target, opTimeout time.Duration) []*redis.Client {
 	}
 	var out []*redis.Client
 	for _, addr := range t.Addrs {
-		out = append(out, NewClient(Target{Addr: addr, Dial: t.Dial}, opTimeout))
+		one := t
+		one.Addr, one.Addrs = addr, nil
+		out = append(out, NewClient(one, opTimeout))
 	}
 	return out
 }
@@ -232,13 +281,25 @@ func NewClients(t Target, opTimeout time.Duration) []*redis.Client {
 // NewClient is the go-redis client every recipe runs on: no retries (a
 // retried SET NX can be told "busy" by its own first attempt) and context
 // deadlines honoured.
+//
+// With TLS the dialer makes the handshake itself (go-redis applies its
+// TLSConfig only when it dials), verifying the server against the CA for
+// the host it was asked to reach; the configuration is also in the
+// client's Options().TLSConfig, for clients built from those options.
 func NewClient(t Target, opTimeout time.Duration) *redis.Client {
 	dialer := &net.Dialer{Timeout: opTimeout}
+	tlsConfig, tlsErr := t.tlsConfig()
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if mapped, ok := t.Dial[addr]; ok {
 			addr = mapped
 		}
-		return dialer.DialContext(ctx, network, addr)
+		if tlsErr != nil {
+			return nil, tlsErr
+		}
+		if tlsConfig == nil {
+			return dialer.DialContext(ctx, network, addr)
+		}
+		return dialTLS(ctx, dialer, network, addr, tlsConfig)
 	}
 	// One set of options serves both kinds of client; for a sentinel
 	// target the addresses are the sentinels'.
@@ -253,10 +314,44 @@ func NewClient(t Target, opTimeout time.Duration) *redis.Client {
 		WriteTimeout:          opTimeout,
 		PoolSize:              4,
 		DisableIdentity:       true,
+		Username:              t.Username,
+		Password:              t.Password,
+		TLSConfig:             tlsConfig,
 	}
 	if t.Master != "" {
 		opts.MasterName, opts.Addrs = t.Master, t.Sentinels
+		opts.SentinelUsername, opts.SentinelPassword = t.Username, t.Password
 		return redis.NewFailoverClient(opts.Failover())
 	}
 	return redis.NewClient(opts.Simple())
+}
+
+// tlsConfig is the target's TLS configuration: nil without TLS, an error
+// when its CA file cannot be read (every dial then fails with it).
+func (t Target) tlsConfig() (*tls.Config, error) {
+	if !t.TLS {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: the CA file: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls: no PEM certificate in the CA file %s", t.CAFile)
+		}
+	}
+	return cfg, nil
+}
+
+// dialTLS dials addr with dialer and makes a TLS handshake with cfg, for
+// the host of addr unless cfg names a server, within ctx.
+func dialTLS(ctx context.Context, dialer *net.Dialer, network, addr string, cfg *tls.Config) (net.Conn, error) {
+	if cfg.ServerName == "" {
+		cfg = cfg.Clone()
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	return (&tls.Dialer{NetDialer: dialer, Config: cfg}).DialContext(ctx, network, addr)
 }

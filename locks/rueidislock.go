@@ -106,6 +106,12 @@ func (l *rueidislockLock) locker(ttl time.Duration) (rueidislock.Locker, error) 
 			// connection to the node.
 			DisableRetry:      true,
 			ForceSingleClient: true,
+
+			// The go-redis client's login; with TLS its dialer (above)
+			// makes the handshake (NewClient).
+			Username:  opts.Username,
+			Password:  opts.Password,
+			TLSConfig: opts.TLSConfig,
 		},
 		KeyValidity:    ttl,
 		KeyMajority:    int32(l.s.majority),
@@ -126,7 +132,7 @@ func (l *rueidislockLock) locker(ttl time.Duration) (rueidislock.Locker, error) 
 func (l *rueidislockLock) Acquire(ctx context.Context, key, token string, ttl time.Duration) (Lease, error) {
 	lk, err := l.locker(ttl)
 	if err != nil {
-		return Lease{}, fmt.Errorf("rueidislock: %v", err)
+		return Lease{}, fmt.Errorf("rueidislock: %w", err)
 	}
 	lctx, cancel, err := lk.TryWithContext(ctx, key)
 	if err != nil {

@@ -130,3 +130,42 @@ func TestRenewalsTheHarnessCannotSee(t *testing.T) {
 		}
 	})
 }
+
+// As deployed: every built-in recipe and outside worker gets the ACL user,
+// its password and the CA through the hello, and runs valid without
+// faults; a worker holding a wrong password ends the run as a harness
+// error, never as a verdict.
+func TestAuthAndTLS(t *testing.T) {
+	needRedisPy(t)
+	secure := func(s Spec) Spec { s.Auth, s.TLS = true, true; return s }
+	t.Run("cad", func(t *testing.T) {
+		wantValid(t, run(t, secure(spec("cad", "none", 3*time.Second, 1))))
+	})
+	t.Run("redlock", func(t *testing.T) {
+		s := secure(spec("redlock", "none", 3*time.Second, 1))
+		s.Topology, s.TTL = cluster.Redlock, Duration(2*time.Second)
+		wantValid(t, run(t, s))
+	})
+	t.Run("redis-py", func(t *testing.T) {
+		wantValid(t, run(t, secure(execSpecFor(RedisPyWorker, "none", 3*time.Second))))
+	})
+	wrongPassword := `sed -u 's/"password":"[^"]*"/"password":"wrong"/' | `
+	for name, worker := range map[string]string{"wrong password, built-in": workerBin + " worker --lock cad", "wrong password, redis-py": RedisPyWorker} {
+		t.Run(name, func(t *testing.T) {
+			t.Cleanup(proc.KillAll)
+			s := execSpecFor(wrongPassword+worker, "none", 10*time.Second)
+			s.Auth = true
+			start := time.Now()
+			out, err := RunSpec(context.Background(), s, Options{Store: t.TempDir(), WorkerBin: workerBin})
+			if err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+				t.Fatalf("run error %v, want the servers' WRONGPASS", err)
+			}
+			if out.Results.Valid == checker.Valid {
+				t.Errorf("verdict valid with every client refused")
+			}
+			if took := time.Since(start); took > 8*time.Second {
+				t.Errorf("the run took %v: a refused client should end it at once", took)
+			}
+		})
+	}
+}

@@ -204,6 +204,15 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	faults.WatchRoles(watchCtx, r.cl, rec, logf)
 	nctx, cancel := context.WithTimeout(ctx, spec.TimeLimit.D())
 	defer cancel()
+	// A client that cannot go on (a worker refused by the servers) ends
+	// the run now: what follows would be no evidence.
+	go func() {
+		select {
+		case <-r.work.Failed():
+			cancel()
+		case <-nctx.Done():
+		}
+	}()
 	sched := faults.Schedule{Groups: plan.Nemesis, Seed: spec.Seed, MinGap: min(spec.TTL.D()/2, time.Second), MaxGap: min(spec.TTL.D(), 2*time.Second)}
 	if spec.Interval > 0 {
 		sched.MinGap, sched.MaxGap = spec.Interval.D()/2, spec.Interval.D()*3/2

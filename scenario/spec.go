@@ -51,6 +51,11 @@ type Spec struct {
 	Persistence string   `json:"persistence"`
 	Seed        int64    `json:"seed"`
 	Key         string   `json:"key"`
+	// Auth runs every node and sentinel with passwords and an ACL user
+	// that may run only what a lock client needs, on the lock's keys; TLS
+	// runs them with TLS only, with certificates made for the run.
+	Auth bool `json:"auth,omitempty"`
+	TLS  bool `json:"tls,omitempty"`
 }
 
 // Defaults is the spec `harness run` starts from.
@@ -83,6 +88,8 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&s.OpTimeout, "op-timeout", "timeout of each Redis command")
 	fs.StringVar(&s.Persistence, "persistence", s.Persistence, "node persistence: "+strings.Join(cluster.Persistences, ", "))
 	fs.StringVar(&s.Key, "key", s.Key, "the lock's key")
+	fs.BoolVar(&s.Auth, "auth", s.Auth, "run every node and sentinel with passwords and an ACL: clients log in as a user that may run only what a lock client needs, on the lock's keys")
+	fs.BoolVar(&s.TLS, "tls", s.TLS, "run every node and sentinel with TLS only, replication and monitoring included, with a CA and certificate made for the run")
 	fs.Int64Var(&s.Seed, "seed", s.Seed, "seed for every random choice; any number, 0 included (default: drawn from the clock and printed)")
 	fs.StringVar(&s.Name, "name", s.Name, "scenario name for the run directory (default topology-lock-nemesis)")
 }
@@ -101,6 +108,14 @@ func (s Spec) Command() string {
 	fs.VisitAll(func(f *flag.Flag) {
 		v := f.Value.String()
 		if v == "" || unsetWhenZero[f.Name] && (v == "0" || v == "0s") {
+			return
+		}
+		// A switch is written alone when on (a value after it would be a
+		// stray argument), and left out when off.
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if v == "true" {
+				parts = append(parts, "--"+f.Name)
+			}
 			return
 		}
 		parts = append(parts, "--"+f.Name, shellQuote(v))
@@ -150,7 +165,7 @@ func (s Spec) Resolve() (Plan, error) {
 	p := Plan{}
 	nemesis, nemesisErr := faults.Parse(s.Nemesis)
 	cl, err := cluster.New(cluster.Spec{Topology: s.Topology, Backend: s.Backend, Image: s.Image, Persistence: s.Persistence,
-		Nodes: s.Nodes, Clock: nemesis.NeedsClock()})
+		Nodes: s.Nodes, Clock: nemesis.NeedsClock(), Auth: s.Auth, TLS: s.TLS, LockKeys: locks.KeyPatterns(s.Key)})
 	errs = append(errs, err)
 	lockName := s.Lock
 	switch {
@@ -231,6 +246,12 @@ func (s Spec) Line() string {
 		s.Topology, s.Lock, s.Nemesis, s.Clients, s.TTL, s.Hold, s.TimeLimit, s.Persistence)
 	if s.Backend == cluster.BackendDocker {
 		line += " · docker " + cmp.Or(s.Image, cluster.DefaultImage)
+	}
+	if s.Auth {
+		line += " · auth"
+	}
+	if s.TLS {
+		line += " · tls"
 	}
 	return line
 }

@@ -57,6 +57,7 @@ func TestCommandRoundTripsEveryFlag(t *testing.T) {
 		"workload": "mutex", "clients": "3", "nodes": "7", "time-limit": "13s", "ttl": "3s", "hold": "1s",
 		"op-timeout": "250ms", "persistence": "aof-always", "key": "lock:it's mine", "seed": "7", "name": "a name",
 		"worker-cmd": "/usr/bin/python3 'my worker.py' --x=1",
+		"auth": "true", "tls": "true",
 	}
 	s := Defaults()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -98,6 +99,13 @@ func TestCommandRoundTripsEveryFlag(t *testing.T) {
 	z.Seed = 0
 	if !strings.Contains(z.Command(), " --seed 0") {
 		t.Errorf("seed 0 left out of %q", z.Command())
+	}
+	// A switch that is off is left out; one that is on stands alone.
+	if cmd := z.Command(); strings.Contains(cmd, "--auth") || strings.Contains(cmd, "--tls") {
+		t.Errorf("switches that are off written into %q", cmd)
+	}
+	if !strings.Contains(cmd, " --auth --tls") && !strings.Contains(cmd, " --auth ") {
+		t.Errorf("--auth not written alone into %q", cmd)
 	}
 }
 

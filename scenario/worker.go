@@ -42,6 +42,14 @@ func hello(spec Spec, topology string, a cluster.ClientAccess, slot int, replyWi
 	} else {
 		h.Nodes = a.Nodes
 	}
+	if a.Username != "" || a.Password != "" {
+		h.Auth = &workloads.Auth{Username: a.Username, Password: a.Password}
+	}
+	if a.TLS {
+		// The servers' certificates name 127.0.0.1, where every proxy
+		// listens.
+		h.TLS = &workloads.TLS{CAFile: a.CAFile, ServerName: "127.0.0.1"}
+	}
 	return h
 }
 

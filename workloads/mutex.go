@@ -44,6 +44,8 @@ type Mutex struct {
 
 	stopping chan struct{}
 	wg       sync.WaitGroup
+	failed   chan struct{}
+	failOnce sync.Once
 
 	mu       sync.Mutex
 	arms     []*freezeArm
@@ -60,7 +62,7 @@ type freezeArm struct {
 
 // StartMutex starts one worker per client and their loops.
 func StartMutex(cfg MutexConfig) (*Mutex, error) {
-	m := &Mutex{cfg: cfg, res: NewResource(cfg.Rec, cfg.Fenced), stopping: make(chan struct{}), frozen: map[int]bool{}}
+	m := &Mutex{cfg: cfg, res: NewResource(cfg.Rec, cfg.Fenced), stopping: make(chan struct{}), failed: make(chan struct{}), frozen: map[int]bool{}}
 	m.env = &clientEnv{rec: cfg.Rec, spawn: cfg.Spawn, hello: cfg.Hello, replyWithin: cmp.Or(cfg.ReplyWithin, DefaultReplyWithin),
 		stderr: cfg.Stderr, onPaused: m.onPaused}
 	var clients []*Client
@@ -81,6 +83,9 @@ func StartMutex(cfg MutexConfig) (*Mutex, error) {
 	}
 	return m, nil
 }
+
+// Failed is closed when a client cannot go on; Stop returns why.
+func (m *Mutex) Failed() <-chan struct{} { return m.failed }
 
 // Resource is the protected counter.
 func (m *Mutex) Resource() *Resource { return m.res }
@@ -120,6 +125,7 @@ func (m *Mutex) loop(c *Client, rng *rand.Rand) {
 			m.mu.Lock()
 			m.errs = append(m.errs, err)
 			m.mu.Unlock()
+			m.failOnce.Do(func() { close(m.failed) })
 			return
 		}
 		if c.w == nil {

@@ -115,6 +115,12 @@ func credentialsRefused(msg string) bool {
 // recipes' clients take it.
 func (h Hello) Target() locks.Target {
 	t := locks.Target{Dial: h.Dial}
+	if h.Auth != nil {
+		t.Username, t.Password = h.Auth.Username, h.Auth.Password
+	}
+	if h.TLS != nil {
+		t.TLS, t.CAFile = true, h.TLS.CAFile
+	}
 	switch {
 	case h.Sentinel != nil:
 		t.Master, t.Sentinels = h.Sentinel.Master, h.Sentinel.Addrs

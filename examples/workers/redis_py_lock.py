@@ -65,8 +65,11 @@ for line in sys.stdin:
         sys.exit(1)
     except (LockNotOwnedError, LockError) as e:
         reply.update(type="fail", reason="not-held", error=str(e))
-    except ResponseError as e:  # READONLY, NOPERM, ...: a definite no that says nothing of the lock
-        reply.update(type="fail", reason="rejected", error=str(e))
+    except ResponseError as e:
+        if str(e).startswith(("WRONGPASS", "NOAUTH", "NOPERM")):  # no retry can help: the run must end
+            send(kind="fatal", error="redis refused this client: %s" % e)
+            sys.exit(1)
+        reply.update(type="fail", reason="rejected", error=str(e))  # READONLY, ...: a definite no that says nothing of the lock
     except Exception as e:  # a timeout or a broken connection: the command may have run
         reply.update(type="info", error="%s: %s" % (type(e).__name__, e))
     send(**reply)
