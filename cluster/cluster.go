@@ -63,7 +63,10 @@ type Node interface {
 // Spec says what to start.
 type Spec struct {
 	Topology string
-	Backend  string
+	// Target is the URL of a deployment the harness did not start; it
+	// makes the topology Target.
+	Target  string
+	Backend string
 	// Image is the docker backend's node image; empty means DefaultImage.
 	Image       string
 	Persistence string
@@ -92,6 +95,8 @@ type Spec struct {
 	// for topologies whose nodes talk to each other (replication,
 	// monitoring) that traffic too, so any of it can be faulted.
 	Link func(name, upstream string) (addr string, err error)
+	// describing plans a topology only to say what it can do (Describe).
+	describing bool
 }
 
 // Cluster is a topology: planned by New, started by Start.
@@ -160,6 +165,12 @@ func OneOf(what, v string, valid []string) error {
 // what faults and recipes ask of it (Can, NodeNames) is known before any
 // node runs, so impossible combinations are refused up front.
 func New(s Spec) (*Cluster, error) {
+	if s.Target != "" {
+		if s.Topology != "" && s.Topology != Single && s.Topology != Target {
+			return nil, fmt.Errorf("--target is a deployment of its own: drop --topology %s", s.Topology)
+		}
+		s.Topology = Target
+	}
 	top, err := lookup(s.Topology)
 	if err != nil {
 		return nil, err
@@ -181,6 +192,14 @@ func New(s Spec) (*Cluster, error) {
 		return nil, err
 	}
 	return &Cluster{Topology: top.name, top: top, spec: s, planned: p}, nil
+}
+
+// Describe plans the named topology with its defaults only to say what it
+// can do (Can, NodeNames, Shape): harness list, the suites and the
+// contract tests ask every topology, a target included, without a URL.
+// Describe's plan is not meant to start.
+func Describe(name string) (*Cluster, error) {
+	return New(Spec{Topology: name, Backend: BackendLocal, describing: true})
 }
 
 // Fresh is an unstarted copy of the planned topology, to start once more.
@@ -208,8 +227,16 @@ func (c *Cluster) Start(ctx context.Context, dir string, link func(name, upstrea
 	if c.backend != nil {
 		return fmt.Errorf("topology %s started twice", c.Topology)
 	}
+	if c.spec.describing {
+		return fmt.Errorf("topology %s was planned to describe it (Describe), not to start", c.Topology)
+	}
 	c.spec.Dir, c.spec.Link = dir, link
-	if c.sec, err = newSecurity(c.spec, dir); err != nil {
+	if c.planned.target != nil {
+		c.sec, err = c.planned.target.security()
+	} else {
+		c.sec, err = newSecurity(c.spec, dir)
+	}
+	if err != nil {
 		return err
 	}
 	c.backend = localBackend{}

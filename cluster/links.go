@@ -29,6 +29,9 @@ type ClientAccess struct {
 	// ask for no client certificate.
 	TLS    bool
 	CAFile string
+	// ServerName is the name the servers' certificate carries, to verify
+	// it against while dialling a proxy on 127.0.0.1.
+	ServerName string
 }
 
 // ConnectClient makes client slot's links, one to every node and sentinel,

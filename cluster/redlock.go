@@ -10,7 +10,7 @@ const DefaultRedlockNodes = 5
 var redlock = topology{
 	name:    Redlock,
 	summary: fmt.Sprintf("independent primaries for Redlock (--nodes N, default %d)", DefaultRedlockNodes),
-	has:     []Capability{Majorities},
+	has:     []Capability{NodeControl, Majorities},
 	plan: func(s Spec) (plan, error) {
 		n := s.Nodes
 		if n == 0 {

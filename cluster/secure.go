@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -70,9 +71,13 @@ type security struct {
 	auth, tls bool
 	// adminPassword is the default user's (requirepass): the harness's own
 	// path, replication (masterauth) and the sentinels' monitoring.
-	adminPassword string
-	// clientPassword is ClientUser's.
-	clientPassword string
+	// adminUser, when set, logs in as that user instead (a --target's).
+	adminUser, adminPassword string
+	// clientPassword is ClientUser's; clientUser, when set, replaces
+	// ClientUser (a --target's own user).
+	clientUser, clientPassword string
+	// caFile, when set, is the CA to trust instead of the run's own.
+	caFile string
 	// keys are the ACL key patterns ClientUser may touch.
 	keys []string
 	// dir holds the PEM files.
@@ -196,6 +201,9 @@ func (s *security) CAFile() string {
 	if s == nil || !s.tls {
 		return ""
 	}
+	if s.caFile != "" || s.dir == "" {
+		return s.caFile
+	}
 	return filepath.Join(s.dir, caFileName)
 }
 
@@ -286,7 +294,7 @@ func (s *security) options(addr string) *redis.Options {
 	o := &redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
 		ReadTimeout: time.Second, ContextTimeoutEnabled: true, Protocol: 2, DisableIdentity: true}
 	if s != nil {
-		o.Password = s.adminPassword
+		o.Username, o.Password = s.adminUser, s.adminPassword
 		if s.tls {
 			o.TLSConfig = s.harnessTLS.Clone()
 		}
@@ -313,7 +321,10 @@ func (s *security) ping(addr string, timeout time.Duration) error {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(timeout))
 	var req strings.Builder
-	if s != nil && s.auth {
+	switch {
+	case s != nil && s.auth && s.adminUser != "":
+		req.WriteString(resp("AUTH", s.adminUser, s.adminPassword))
+	case s != nil && s.auth:
 		req.WriteString(resp("AUTH", s.adminPassword))
 	}
 	req.WriteString(resp("PING"))
@@ -357,8 +368,11 @@ func (s *security) clientAccess(a ClientAccess) ClientAccess {
 		return a
 	}
 	if s.auth {
-		a.Username, a.Password = ClientUser, s.clientPassword
+		a.Username, a.Password = cmp.Or(s.clientUser, ClientUser), s.clientPassword
 	}
 	a.TLS, a.CAFile = s.tls, s.CAFile()
+	if s.tls {
+		a.ServerName = s.harnessTLS.ServerName
+	}
 	return a
 }

@@ -6,6 +6,7 @@ import "fmt"
 var single = topology{
 	name:    Single,
 	summary: "one redis-server",
+	has:     []Capability{NodeControl},
 	plan: func(s Spec) (plan, error) {
 		if s.Nodes > 1 {
 			return plan{}, fmt.Errorf("topology single has one node, not %d (--nodes is for topologies of several)", s.Nodes)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -13,11 +14,13 @@ const (
 	Single   = "single"
 	Sentinel = "sentinel"
 	Redlock  = "redlock"
+	// Target is a deployment the harness did not start (Spec.Target).
+	Target = "target"
 )
 
 // registry lists every topology. A new topology is one file with a
 // topology value and one line here.
-var registry = []*topology{&single, &sentinel, &redlock}
+var registry = []*topology{&single, &sentinel, &redlock, &target}
 
 // Topologies lists the topologies' names, in registry order.
 var Topologies = func() []string {
@@ -31,6 +34,9 @@ var Topologies = func() []string {
 // topology is one way of arranging nodes.
 type topology struct {
 	name, summary string
+	// shape is the topology a lock client sees, when it is another's: a
+	// target is one server, as single is. Empty: the topology itself.
+	shape string
 	// has lists what the topology offers the faults and recipes that ask.
 	has []Capability
 	// plan names the nodes a spec asks for, or says why it is impossible.
@@ -69,6 +75,8 @@ func eachNode(c *Cluster, link func(string) string) ClientAccess {
 // plan is what a topology will start.
 type plan struct {
 	nodes, sentinels []string
+	// target is the deployment a target topology stands for.
+	target *TargetURL
 }
 
 func lookup(name string) (*topology, error) {
@@ -102,6 +110,9 @@ const (
 	// Majorities: independent nodes, of which a client needs a majority
 	// (Quorum, Majority).
 	Majorities Capability = "majorities"
+	// NodeControl: the harness runs the nodes, so it can pause, kill and
+	// restart them and move their clocks.
+	NodeControl Capability = "node-control"
 )
 
 // capabilityMeaning says in words what each capability is, for refusals.
@@ -109,6 +120,7 @@ var capabilityMeaning = map[Capability]string{
 	Replication: "replicas that copy a primary through links the network can cut",
 	Failover:    "an automatic failover that promotes a replica",
 	Majorities:  "independent nodes of which a client needs a majority",
+	NodeControl: "nodes the harness runs itself, so it can pause, kill and restart them and move their clocks",
 }
 
 // Can reports whether the topology offers the capability, or says why not
@@ -126,6 +138,10 @@ func (c *Cluster) Can(want Capability) error {
 	return fmt.Errorf("topology %s has no %s (%s); topologies with it: %s",
 		c.Topology, want, capabilityMeaning[want], strings.Join(with, ", "))
 }
+
+// Shape is the topology a lock client sees: what recipes and workers are
+// asked to run on. A target server is shaped as single.
+func (c *Cluster) Shape() string { return cmp.Or(c.top.shape, c.top.name) }
 
 // Capabilities lists what the topology offers.
 func (c *Cluster) Capabilities() []Capability { return append([]Capability(nil), c.top.has...) }

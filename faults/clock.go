@@ -40,6 +40,7 @@ func signed(d time.Duration) string {
 // the clock was ahead expire two TTLs late.
 var clockJump = Fault{
 	Name:       "clock-jump",
+	Needs:      nodeControl,
 	Summary:    "just after a grant, move a node's clock 2 TTLs forward; move it back 1-2 TTLs later",
 	NeedsClock: true,
 	Options: []options.Spec{
@@ -78,6 +79,7 @@ var clockJump = Fault{
 // quarter TTL, so that its leases expire early and late in turn.
 var clockStrobe = Fault{
 	Name:       "clock-strobe",
+	Needs:      nodeControl,
 	Summary:    "flip a node's clock between +1 TTL and +0 every TTL/4 for 1-2 TTLs",
 	NeedsClock: true,
 	Options: []options.Spec{

@@ -36,9 +36,14 @@ func chooseNode(env *Env, opts options.Values, def string, drawn cluster.Node, h
 	}
 }
 
+// nodeControl is what faults that act on a node itself need: nodes the
+// harness runs.
+var nodeControl = []cluster.Capability{cluster.NodeControl}
+
 // pauseNode freezes a server with SIGSTOP, as a long GC or VM stall would.
 var pauseNode = Fault{
 	Name:    "pause-node",
+	Needs:   nodeControl,
 	Summary: "SIGSTOP a node for 0.5-1.5 TTLs, then SIGCONT",
 	Options: []options.Spec{nodeOpt(nodeRandom, false), forOpt("0.5-1.5 TTLs")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
@@ -60,6 +65,7 @@ var pauseNode = Fault{
 // the node's persistence: without it the lock is forgotten.
 var killNode = Fault{
 	Name:    "kill-node",
+	Needs:   nodeControl,
 	Summary: "SIGKILL a node just after a grant; restart it 0-100ms later",
 	Options: []options.Spec{
 		{Name: optDelay, Kind: options.Duration, Summary: "how long the node stays down (default 0-100ms)"},

@@ -28,7 +28,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	}
 	planned := map[string]*cluster.Cluster{}
 	for _, t := range cluster.Topologies {
-		if cl, err := cluster.New(cluster.Spec{Topology: t, Backend: cluster.BackendLocal}); err == nil {
+		if cl, err := cluster.Describe(t); err == nil {
 			planned[t] = cl
 		}
 	}

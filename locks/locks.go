@@ -240,6 +240,9 @@ type Target struct {
 	// the address dialled.
 	TLS    bool
 	CAFile string
+	// ServerName is the name to verify the servers' certificate against
+	// (empty: the host of the address dialled).
+	ServerName string
 }
 
 // KeyPatterns are the keys a lock on key touches, whatever its recipe, as
@@ -332,7 +335,7 @@ func (t Target) tlsConfig() (*tls.Config, error) {
 	if !t.TLS {
 		return nil, nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {

@@ -239,3 +239,27 @@ func TestQuorum(t *testing.T) {
 		})
 	}
 }
+
+func TestRegister(t *testing.T) {
+	saved := Recipes
+	t.Cleanup(func() { Recipes = saved })
+	ours := Recipe{Name: "ours", Topologies: []string{"single"}, New: cad.New}
+	if err := Register(ours); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseLock("ours"); err != nil {
+		t.Fatalf("a registered lock does not parse: %v", err)
+	}
+	for name, r := range map[string]Recipe{
+		"taken":       ours,
+		"a built-in":  {Name: "cad", Topologies: []string{"single"}, New: cad.New},
+		"no name":     {Topologies: []string{"single"}, New: cad.New},
+		"a colon":     {Name: "a:b", Topologies: []string{"single"}, New: cad.New},
+		"no New":      {Name: "nonew", Topologies: []string{"single"}},
+		"no topology": {Name: "nowhere", New: cad.New},
+	} {
+		if err := Register(r); err == nil {
+			t.Errorf("%s: Register accepted %q", name, r.Name)
+		}
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"io"
 	"math/rand"
+	"net"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +35,7 @@ func TestEveryFaultAppliesRecordsAndHeals(t *testing.T) {
 			if topology == cluster.Sentinel {
 				needSentinel(t)
 			}
-			planned, err := cluster.New(cluster.Spec{Topology: topology, Backend: cluster.BackendLocal})
+			planned, err := cluster.Describe(topology)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +57,10 @@ func TestEveryFaultAppliesRecordsAndHeals(t *testing.T) {
 			}
 			s := Defaults()
 			s.Topology, s.Nemesis, s.TTL, s.Clients, s.Seed = topology, strings.Join(list, ","), Duration(time.Second), 3, 1
-			s.Lock = recipeFor(t, topology)
+			s.Lock = recipeFor(t, planned.Shape())
+			if topology == cluster.Target {
+				s.Target = "redis://" + startTargetServer(t)
+			}
 			plan, err := s.Resolve()
 			if err != nil {
 				t.Fatal(err)
@@ -133,6 +139,33 @@ func recipeFor(t *testing.T, topology string) string {
 		}
 	}
 	t.Fatalf("no recipe runs on %s", topology)
+	return ""
+}
+
+// startTargetServer starts a redis-server that is not the harness's: a
+// stand-in for a deployment that --target points at. It is stopped when
+// the test ends, after the rig.
+func startTargetServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+	}
+	t.Fatalf("the stand-in target at %s did not listen", addr)
 	return ""
 }
 

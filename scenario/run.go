@@ -160,7 +160,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends,
 		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
 		Hello: func(slot int) workloads.Hello {
-			return hello(spec, cl.Topology, access[slot], slot, workloads.DefaultReplyWithin.Milliseconds())
+			return hello(spec, cl.Shape(), access[slot], slot, workloads.DefaultReplyWithin.Milliseconds())
 		},
 		Rec: rec, Stderr: logw,
 	})

@@ -29,7 +29,10 @@ var Workloads = []string{"mutex"}
 type Spec struct {
 	Name     string `json:"name"`
 	Topology string `json:"topology"`
-	Backend  string `json:"backend"`
+	// Target is a deployment the harness did not start (redis://HOST:PORT);
+	// recorded without its password.
+	Target  string `json:"target,omitempty"`
+	Backend string `json:"backend"`
 	// Image is the docker backend's node image (empty: cluster.DefaultImage).
 	Image string `json:"image,omitempty"`
 	// Lock is the recipe and its options (redsync:tries=1).
@@ -73,6 +76,7 @@ func Defaults() Spec {
 // line with them and Command writes them back, so the two cannot drift.
 func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.Topology, "topology", s.Topology, "topology: "+strings.Join(cluster.Topologies, ", "))
+	fs.StringVar(&s.Target, "target", s.Target, "run against an existing deployment the harness did not start, through its proxies: `URL` redis://[USER:PASSWORD@]HOST:PORT or rediss://...[?ca=FILE] (password also from $"+cluster.TargetPasswordEnv+"); only client and link faults; keys get the prefix "+TargetKeyPrefix)
 	fs.StringVar(&s.Backend, "backend", s.Backend, "where nodes run: "+strings.Join(cluster.Backends, ", "))
 	fs.StringVar(&s.Image, "image", s.Image, "the docker backend's node `image`, which must have redis-server on its PATH (default "+cluster.DefaultImage+", built by make docker-image)")
 	fs.StringVar(&s.Lock, "lock", s.Lock, "lock recipe and its options (redsync:tries=1), or exec for --worker-cmd: "+strings.Join(locks.Names(), ", "))
@@ -155,6 +159,9 @@ type Plan struct {
 	Nemesis faults.Nemesis
 }
 
+// TargetKeyPrefix starts every key a run writes on a --target.
+const TargetKeyPrefix = "lockharness:"
+
 // ErrLockTopology is a lock asked to run on a topology it does not run on.
 var ErrLockTopology = errors.New("unsupported topology")
 
@@ -164,7 +171,12 @@ func (s Spec) Resolve() (Plan, error) {
 	var errs []error
 	p := Plan{}
 	nemesis, nemesisErr := faults.Parse(s.Nemesis)
-	cl, err := cluster.New(cluster.Spec{Topology: s.Topology, Backend: s.Backend, Image: s.Image, Persistence: s.Persistence,
+	if s.Target != "" && !strings.HasPrefix(s.Key, TargetKeyPrefix) {
+		// On a deployment that is not the harness's, its keys stay under
+		// a prefix of their own.
+		s.Key = TargetKeyPrefix + s.Key
+	}
+	cl, err := cluster.New(cluster.Spec{Topology: s.Topology, Target: s.Target, Backend: s.Backend, Image: s.Image, Persistence: s.Persistence,
 		Nodes: s.Nodes, Clock: nemesis.NeedsClock(), Auth: s.Auth, TLS: s.TLS, LockKeys: locks.KeyPatterns(s.Key)})
 	errs = append(errs, err)
 	lockName := s.Lock
@@ -180,8 +192,8 @@ func (s Spec) Resolve() (Plan, error) {
 	}
 	if err != nil {
 		errs = append(errs, err)
-	} else if cl != nil && !p.Lock.Supports(cl.Topology) {
-		errs = append(errs, fmt.Errorf("%w: lock %s does not run on topology %s (it runs on %s)", ErrLockTopology, lockName, cl.Topology, strings.Join(p.Lock.Topologies, ", ")))
+	} else if cl != nil && !p.Lock.Supports(cl.Shape()) {
+		errs = append(errs, fmt.Errorf("%w: lock %s does not run on topology %s (it runs on %s)", ErrLockTopology, lockName, cl.Shape(), strings.Join(p.Lock.Topologies, ", ")))
 	}
 	if p.Nemesis = nemesis; nemesisErr != nil {
 		errs = append(errs, nemesisErr)
@@ -221,6 +233,10 @@ func (s Spec) Resolve() (Plan, error) {
 	// command say exactly what ran.
 	s.Lock, s.Nemesis = p.Lock.String(), p.Nemesis.String()
 	s.Nodes = len(cl.NodeNames())
+	s.Topology = cl.Topology
+	if t, err := cluster.ParseTarget(s.Target); s.Target != "" && err == nil {
+		s.Target = t.Redacted()
+	}
 	if s.Backend == cluster.BackendDocker && s.Image == "" {
 		s.Image = cluster.DefaultImage
 	}

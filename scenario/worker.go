@@ -46,9 +46,7 @@ func hello(spec Spec, topology string, a cluster.ClientAccess, slot int, replyWi
 		h.Auth = &workloads.Auth{Username: a.Username, Password: a.Password}
 	}
 	if a.TLS {
-		// The servers' certificates name 127.0.0.1, where every proxy
-		// listens.
-		h.TLS = &workloads.TLS{CAFile: a.CAFile, ServerName: "127.0.0.1"}
+		h.TLS = &workloads.TLS{CAFile: a.CAFile, ServerName: a.ServerName}
 	}
 	return h
 }

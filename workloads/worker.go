@@ -119,7 +119,7 @@ func (h Hello) Target() locks.Target {
 		t.Username, t.Password = h.Auth.Username, h.Auth.Password
 	}
 	if h.TLS != nil {
-		t.TLS, t.CAFile = true, h.TLS.CAFile
+		t.TLS, t.CAFile, t.ServerName = true, h.TLS.CAFile, h.TLS.ServerName
 	}
 	switch {
 	case h.Sentinel != nil:

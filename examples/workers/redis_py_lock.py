@@ -30,7 +30,7 @@ conn = dict(host=host, port=int(port), socket_timeout=timeout, socket_connect_ti
 if hello.get("auth"):
     conn.update(username=hello["auth"]["username"], password=hello["auth"]["password"])
 if hello.get("tls"):
-    conn.update(ssl=True, ssl_ca_certs=hello["tls"]["ca_file"], ssl_cert_reqs=ssl.CERT_REQUIRED)
+    conn.update(ssl=True, ssl_ca_certs=hello["tls"].get("ca_file") or None, ssl_cert_reqs=ssl.CERT_REQUIRED)
 client = redis.Redis(**conn)
 held = {}  # key -> (token, redis.lock.Lock)
 
