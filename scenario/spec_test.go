@@ -57,7 +57,7 @@ func TestCommandRoundTripsEveryFlag(t *testing.T) {
 		"workload": "mutex", "clients": "3", "nodes": "7", "time-limit": "13s", "ttl": "3s", "hold": "1s",
 		"op-timeout": "250ms", "persistence": "aof-always", "key": "lock:it's mine", "seed": "7", "name": "a name",
 		"worker-cmd": "/usr/bin/python3 'my worker.py' --x=1",
-		"auth":       "true", "tls": "true",
+		"auth":       "true", "tls": "true", "target": "redis://staging.example:6380",
 	}
 	s := Defaults()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
