@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os/exec"
 	"strings"
 	"sync"
@@ -356,9 +357,19 @@ func TestRueidislockReportsLoss(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			t.Logf("%s: lost reported %v after the DEL", tc.spec, time.Since(start))
+			// The DEL's invalidation makes the library re-extend its
+			// keys at once, which finds them gone; then it gives up.
 			ops := rec.snapshot()
-			if len(ops) != 2 || ops[0].Outcome != "invoke" || ops[1].Token != "A" || ops[1].Key != "k" || ops[1].Err == nil {
+			checkPaired(t, ops)
+			if len(ops) != 4 || ops[0].F != "extend" || ops[1].Outcome != "fail" || !errors.Is(ops[1].Err, ErrNotHeld) ||
+				ops[0].TTL <= 4*time.Second || ops[0].TTL > 5*time.Second ||
+				ops[2].F != OpLost || ops[3].Outcome != "ok" || ops[3].Err == nil {
 				t.Fatalf("ops %+v", ops)
+			}
+			for _, op := range ops {
+				if op.Token != "A" || op.Key != "k" {
+					t.Fatalf("op %+v", op)
+				}
 			}
 			err = l.Release(ctx, a)
 			if err == nil || Definite(err) {
@@ -391,22 +402,215 @@ func TestRueidislockReleaseIsNotLoss(t *testing.T) {
 	}
 }
 
-// rueidislock extends its keys itself: a lock outlives its KeyValidity.
+// rueidislock extends its keys itself: a lock outlives its KeyValidity, and
+// each of the library's extends (every KeyValidity/2) is reported as an
+// extend of the lease, an invoke and an ok, asking for the validity.
 func TestRueidislockExtendsItself(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		busy error
+	}{
+		{"rueidislock", ErrBusy},
+		{"rueidislock:loop-tracking", ErrBusy},
+		{"rueidislock:setpx", ErrBusy},
+		{"rueidislock:majority=2", ErrNoQuorum},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			ctx := context.Background()
+			_, clients := startNodes(t, 1)
+			l, rec := libLocker(t, tc.spec, clients)
+			other, _ := libLocker(t, tc.spec, clients)
+			const validity = 300 * time.Millisecond
+			a, err := l.Acquire(ctx, "k", "A", validity)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * validity)
+			if _, err := other.Acquire(ctx, "k", "B", validity); !errors.Is(err, tc.busy) {
+				t.Fatalf("after 3 validities: %v, want %v", err, tc.busy)
+			}
+			if err := l.Release(ctx, a); err != nil {
+				t.Fatalf("release %v, ops %+v", err, rec.snapshot())
+			}
+			ops := rec.snapshot()
+			checkPaired(t, ops)
+			// 900 ms at one extend per 150 ms; with several keys, one
+			// extend of the lease may wait for the next round.
+			if n := rec.count("extend", "ok"); n < 3 || rec.count("extend", "invoke") > n+1 {
+				t.Fatalf("%d extends ok in %v with validity %v: %+v", n, 3*validity, validity, ops)
+			}
+			if rec.count("extend", "fail") != 0 || rec.count(OpLost, "ok") != 0 || rec.count("release", "invoke") != 0 {
+				t.Fatalf("ops %+v", ops)
+			}
+			for _, op := range ops {
+				if op.F != "extend" || op.Key != "k" || op.Token != "A" || op.TTL > validity || op.TTL < validity-20*time.Millisecond {
+					t.Fatalf("op %+v", op)
+				}
+			}
+			time.Sleep(validity)
+			if n := len(rec.snapshot()); n != len(ops) {
+				t.Fatalf("reports after the release: %+v", rec.snapshot()[len(ops):])
+			}
+		})
+	}
+}
+
+// checkPaired fails unless ops are one background operation at a time:
+// each invoke followed by exactly one completion of the same op.
+func checkPaired(t *testing.T, ops []Op) {
+	t.Helper()
+	var open *Op
+	for i := range ops {
+		op := &ops[i]
+		switch {
+		case op.Outcome == "invoke" && open != nil:
+			t.Fatalf("op %d: %s invoked while %s is under way: %+v", i, op.F, open.F, ops)
+		case op.Outcome == "invoke":
+			open = op
+		case open == nil || open.F != op.F || open.Token != op.Token:
+			t.Fatalf("op %d: completion %+v without its invoke: %+v", i, *op, ops)
+		default:
+			open = nil
+		}
+	}
+	if open != nil {
+		t.Fatalf("%s invoked and never completed: %+v", open.F, ops)
+	}
+}
+
+// Many short leases, released at any moment of their extends: every
+// report is paired, none outlives its lease's release.
+func TestRueidislockReportsArePaired(t *testing.T) {
+	for _, spec := range []string{"rueidislock", "rueidislock:loop-tracking", "rueidislock:majority=2"} {
+		t.Run(spec, func(t *testing.T) {
+			ctx := context.Background()
+			_, clients := startNodes(t, 1)
+			l, rec := libLocker(t, spec, clients)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := 0; i < 30; i++ {
+				a, err := l.Acquire(ctx, "k", fmt.Sprint("A", i), 100*time.Millisecond)
+				if err != nil {
+					t.Fatalf("acquire %d: %v", i, err)
+				}
+				time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
+				if err := l.Release(ctx, a); err != nil {
+					t.Fatalf("release %d: %v", i, err)
+				}
+				checkPaired(t, rec.snapshot())
+			}
+			if rec.count("extend", "ok") < 10 || rec.count(OpLost, "ok") != 0 {
+				t.Fatalf("%d extends ok, %d lost", rec.count("extend", "ok"), rec.count(OpLost, "ok"))
+			}
+		})
+	}
+}
+
+// An extend under way when the harness releases completes, with whatever
+// the server answered (or unknown), and nothing follows it.
+func TestRueidislockExtendInFlightAtRelease(t *testing.T) {
 	ctx := context.Background()
 	_, clients := startNodes(t, 1)
 	l, rec := libLocker(t, "rueidislock", clients)
-	other, _ := libLocker(t, "rueidislock", clients)
-	a, err := l.Acquire(ctx, "k", "A", 300*time.Millisecond)
+	a, err := l.Acquire(ctx, "k", "A", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(900 * time.Millisecond)
-	if _, err := other.Acquire(ctx, "k", "B", 300*time.Millisecond); !errors.Is(err, ErrBusy) {
-		t.Fatalf("after 3 validities: %v, want busy", err)
+	time.Sleep(400 * time.Millisecond)
+	// Scripts wait until the pause is over: the extend at 500 ms too.
+	if err := clients[0].Do(ctx, "CLIENT", "PAUSE", 400, "WRITE").Err(); err != nil {
+		t.Fatal(err)
 	}
-	if err := l.Release(ctx, a); err != nil || rec.count(OpLost, "ok") != 0 {
-		t.Fatalf("release %v, ops %+v", err, rec.snapshot())
+	waitFor(t, time.Second, func() bool { return rec.count("extend", "invoke") == 1 })
+	if n := len(rec.snapshot()); n != 1 {
+		t.Fatalf("ops %+v, want the extend under way", rec.snapshot())
+	}
+	if err := l.Release(ctx, a); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	ops := rec.snapshot()
+	checkPaired(t, ops)
+	if len(ops) != 2 || ops[1].Outcome != "ok" && ops[1].Outcome != "info" {
+		t.Fatalf("ops %+v", ops)
+	}
+	t.Logf("the extend under way completed %s", ops[1].Outcome)
+	if n := clients[0].Exists(ctx, "rueidislock:0:k").Val(); n != 0 {
+		t.Fatalf("key left after release")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(rec.snapshot()); n != 2 {
+		t.Fatalf("reports after the release: %+v", rec.snapshot())
+	}
+}
+
+// An extend without an answer (its connection killed) makes the library
+// delete its key on its own: a release the harness did not ask for, and
+// reported as one, before the lost op. The harness's own release is then
+// of unknown outcome.
+func TestRueidislockReportsItsOwnRelease(t *testing.T) {
+	ctx := context.Background()
+	_, clients := startNodes(t, 1)
+	l, rec := libLocker(t, "rueidislock", clients)
+	a, err := l.Acquire(ctx, "k", "A", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if err := clients[0].Do(ctx, "CLIENT", "PAUSE", 400, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Second, func() bool { return rec.count("extend", "invoke") == 1 })
+	// Every client but the test's: the library's connection goes.
+	if err := clients[0].Do(ctx, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, func() bool { return rec.count(OpLost, "ok") == 1 })
+	ops := rec.snapshot()
+	checkPaired(t, ops)
+	if len(ops) != 6 || ops[1].F != "extend" || ops[1].Outcome != "info" ||
+		ops[2].F != "release" || ops[3].Outcome != "ok" || ops[4].F != OpLost {
+		t.Fatalf("ops %+v", ops)
+	}
+	if n := clients[0].Exists(ctx, "rueidislock:0:k").Val(); n != 0 {
+		t.Fatalf("the library's delete left its key")
+	}
+	if err := l.Release(ctx, a); err == nil || Definite(err) {
+		t.Fatalf("release after the library's own: %v, want an unknown outcome", err)
+	}
+	if n := len(rec.snapshot()); n != 6 {
+		t.Fatalf("reports after the release: %+v", rec.snapshot())
+	}
+}
+
+// A node killed under a held lock: the library re-extends and deletes its
+// key at once, on no connection at all. Neither reached a server, so
+// neither is reported, only the lost op; the lease's window stands (and a
+// second grant after a restart without persistence is a double grant).
+func TestRueidislockReportsNothingItCouldNotSend(t *testing.T) {
+	ctx := context.Background()
+	nodes, clients := startNodes(t, 1)
+	l, rec := libLocker(t, "rueidislock", clients)
+	a, err := l.Acquire(ctx, "k", "A", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, func() bool { return rec.count(OpLost, "ok") == 1 })
+	if ops := rec.snapshot(); len(ops) != 2 || ops[0].F != OpLost {
+		t.Fatalf("ops %+v, want only the lost op", ops)
+	}
+	if err := l.Release(ctx, a); err == nil || Definite(err) {
+		t.Fatalf("release after loss: %v, want an unknown outcome", err)
+	}
+}
+
+func waitFor(t *testing.T, within time.Duration, cond func() bool) {
+	t.Helper()
+	for start := time.Now(); !cond(); time.Sleep(2 * time.Millisecond) {
+		if time.Since(start) > within {
+			t.Fatalf("not within %v", within)
+		}
 	}
 }
 

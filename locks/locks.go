@@ -176,6 +176,10 @@ var (
 	ErrBusy = errors.New("lock busy")
 	// ErrNotHeld: release or extend found the lease gone or someone else's.
 	ErrNotHeld = errors.New("lock not held")
+	// ErrNotSent: the command never left the client (no connection could
+	// carry it): it certainly did not happen, which says nothing about the
+	// lock (a rejection).
+	ErrNotSent = errors.New("command not sent: no connection")
 )
 
 // Definite reports whether err certainly means the operation did not take
@@ -185,7 +189,7 @@ var (
 // rueidislock builds itself): among them a refused login (WRONGPASS,
 // NOAUTH) and a command the client's ACL user may not run (NOPERM).
 func Definite(err error) bool {
-	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNoQuorum) {
+	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNoQuorum) || errors.Is(err, ErrNotSent) {
 		return true
 	}
 	var re redis.Error

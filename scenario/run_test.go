@@ -132,6 +132,30 @@ func TestPauseClient(t *testing.T) {
 	})
 }
 
+// rueidislock extends its keys itself in the background: the history must
+// show those extends, or a lease held past its TTL reads as expired and
+// its release as foreign. A holder frozen past its TTL is still caught:
+// its extends freeze with it.
+func TestRueidislockHoldsPastItsTTL(t *testing.T) {
+	t.Run("none", func(t *testing.T) {
+		s := spec("rueidislock", "none", 6*time.Second, 1)
+		s.Hold = Duration(2500 * time.Millisecond)
+		r := run(t, s)
+		wantValid(t, r)
+		// Every grant is held 2.5 s on a 1 s TTL: four extends each (the
+		// closing liveness check releases at once).
+		if ext, rel := r.Stats["extend"], r.Stats["release"]; ext.OK < 3*(rel.OK-1) || rel.OK < 3 || ext.Fail != 0 || ext.Info != 0 {
+			t.Errorf("extends %+v for releases %+v", ext, rel)
+		}
+		if r.Anomalies[checker.ForeignRelease] != 0 {
+			t.Errorf("foreign-release %d", r.Anomalies[checker.ForeignRelease])
+		}
+	})
+	t.Run("pause-client", func(t *testing.T) {
+		wantAnomaly(t, run(t, spec("rueidislock", "pause-client", 6*time.Second, 1)), checker.StaleWrite)
+	})
+}
+
 // Killing the node right after a grant: without persistence it forgets the
 // lock and grants it again; with appendfsync always it does not.
 func TestKillNode(t *testing.T) {
