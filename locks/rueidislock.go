@@ -46,6 +46,7 @@ var rueidislockRecipe = Recipe{
 	Library:    "github.com/redis/rueidis",
 	Summary:    "rueidis rueidislock as in its README (KeyMajority 1, NOLOOP): self-extending, lock-lost context via client-side caching",
 	Topologies: []string{"single", "sentinel"},
+	Renews:     true,
 	Options: []options.Spec{
 		{Name: "majority", Kind: options.Int, Summary: "KeyMajority N: hold N of 2N-1 keys (library default 2; README: 1 for one instance)"},
 		{Name: "loop-tracking", Summary: "NoLoopTracking false (the library's default): each extend re-triggers the next, a busy loop"},
