@@ -64,15 +64,35 @@ type TargetURL struct {
 	url    *url.URL
 }
 
-// Redacted is the URL without its password, for messages and logs.
+// Redacted is the URL for messages and logs, with its password as xxxxx.
 func (t *TargetURL) Redacted() string { return t.url.Redacted() }
+
+// WithoutPassword is the URL with no password at all: what a recorded spec
+// and its re-run command carry (the password then comes from
+// TargetPasswordEnv).
+func (t *TargetURL) WithoutPassword() string {
+	u := *t.url
+	if u.User != nil {
+		if name := u.User.Username(); name != "" {
+			u.User = url.User(name)
+		} else {
+			u.User = nil
+		}
+	}
+	return u.String()
+}
 
 // ParseTarget parses redis://[USER:PASSWORD@]HOST:PORT or rediss://...
 // [?ca=FILE]. Sentinel and Cluster seed lists are refused with the reason.
 func ParseTarget(raw string) (*TargetURL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("--target %q is not a URL: %v", raw, err)
+		// Not the URL itself: it may hold a password.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("--target is not a URL redis://[USER:PASSWORD@]HOST:PORT: %v", err)
 	}
 	if raw == "" {
 		return nil, errors.New("topology target needs --target URL (redis://HOST:PORT, rediss:// for TLS)")

@@ -235,7 +235,7 @@ func (s Spec) Resolve() (Plan, error) {
 	s.Nodes = len(cl.NodeNames())
 	s.Topology = cl.Topology
 	if t, err := cluster.ParseTarget(s.Target); s.Target != "" && err == nil {
-		s.Target = t.Redacted()
+		s.Target = t.WithoutPassword()
 	}
 	if s.Backend == cluster.BackendDocker && s.Image == "" {
 		s.Image = cluster.DefaultImage

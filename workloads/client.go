@@ -162,6 +162,10 @@ func ParseReady(line []byte) (Ready, error) {
 		return r, fmt.Errorf("its first line %q is not a ready line: %v", line, err)
 	}
 	switch {
+	case r.Kind == KindFatal:
+		var m Message
+		json.Unmarshal(line, &m)
+		return r, fmt.Errorf("it cannot go on: %s", m.Error)
 	case r.Kind != KindReady:
 		return r, fmt.Errorf("its first line has kind %q; it must be {\"kind\":\"ready\",...}: %q", r.Kind, line)
 	case r.Protocol != Protocol:
@@ -232,12 +236,24 @@ func (c *Client) read(w *workerProc, stdout io.Reader, ready chan readyLine) {
 		}
 		switch m.Kind {
 		case KindReply:
-			w.replies <- m
-		case KindPaused:
+			select {
+			case w.replies <- m:
+			default:
+				// Nobody asked: the reader must not block on it, or the
+				// worker could never be stopped.
+				fmt.Fprintf(c.env.stderr, "client %d: a reply nobody waits for ignored: %q\n", c.Slot, sc.Text())
+			}
+		case KindPaused, KindEvent:
+			if c.env.onPaused == nil { // a probe: no workload to pause or record
+				fmt.Fprintf(c.env.stderr, "worker line ignored while probing: %q\n", sc.Text())
+				continue
+			}
+			if m.Kind == KindEvent {
+				c.recordEvent(w, m)
+				continue
+			}
 			w.frozen.Store(true)
 			c.env.onPaused(c, w, m.Point)
-		case KindEvent:
-			c.recordEvent(w, m)
 		case KindFatal:
 			msg := m.Error
 			w.fatal.Store(&msg)
@@ -256,8 +272,8 @@ func (c *Client) read(w *workerProc, stdout io.Reader, ready chan readyLine) {
 func (c *Client) recordEvent(w *workerProc, m Message) {
 	e := history.Event{Type: m.Type, Client: c.Slot, F: m.F, Key: m.Key, Token: m.Token,
 		TTLMs: m.TTLMs, ValidMs: m.ValidMs, Error: m.Error, Reason: m.Reason, Final: c.final}
-	if m.F != history.Extend && m.F != history.Lost {
-		fmt.Fprintf(c.env.stderr, "client %d: background event of kind %q ignored (extend or lost only)\n", c.Slot, m.F)
+	if m.F != history.Extend && m.F != history.Release && m.F != history.Lost {
+		fmt.Fprintf(c.env.stderr, "client %d: background event of kind %q ignored (extend, release or lost only)\n", c.Slot, m.F)
 		return
 	}
 	id := bgOp{m.F, m.Key, m.Token}
@@ -329,9 +345,18 @@ func (c *Client) call(req Request) Message {
 	for {
 		select {
 		case m := <-w.replies:
-			if m.ID == req.ID {
-				return m
+			if m.ID != req.ID {
+				continue
 			}
+			switch m.Type {
+			case history.OK, history.Fail, history.Info:
+			default:
+				// Not an answer the history can hold: nothing is known.
+				fmt.Fprintf(c.env.stderr, "client %d: reply of type %q to %s taken as info (valid: ok, fail, info)\n", c.Slot, m.Type, req.Op)
+				m.Error = strings.TrimSpace(m.Error + " (reply type " + strconv.Quote(m.Type) + ")")
+				m.Type, m.Reason = history.Info, ""
+			}
+			return m
 		case <-w.exited:
 			return Message{Kind: KindReply, Type: history.Info, Error: "worker died during the operation"}
 		case <-time.After(c.env.replyWithin):
@@ -402,16 +427,18 @@ type frozenWorker struct {
 }
 
 // resume sends SIGCONT to the worker's process group once the kernel
-// reports it stopped.
+// reports it stopped (a SIGCONT before a self-stop would be lost). A
+// worker that announced a pause and never stopped is sent SIGCONT all the
+// same, and its replies are waited for again as usual.
 func (f frozenWorker) resume() error {
 	pid := f.w.cmd.Process.Pid
-	if err := proc.WaitStopped(pid, 2*time.Second); err != nil {
-		f.thaw(false)
-		return err
-	}
+	waitErr := proc.WaitGroupStopped(pid, false, 2*time.Second)
 	f.w.frozen.Store(false)
 	err := syscall.Kill(-pid, syscall.SIGCONT)
 	f.thaw(err == nil)
+	if waitErr != nil {
+		return fmt.Errorf("the worker announced a pause but did not stop: %w", waitErr)
+	}
 	return err
 }
 
@@ -438,7 +465,7 @@ func (w *workerProc) stopGroup() error {
 	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
 		return err
 	}
-	return proc.WaitStopped(pid, 2*time.Second)
+	return proc.WaitGroupStopped(pid, true, 2*time.Second)
 }
 
 // Probe starts cmd once for its ready line alone: a probe hello, the ready

@@ -70,6 +70,8 @@ type session struct {
 	stdin io.WriteCloser
 
 	lines   chan []byte
+	// peeked are lines read ahead and put back, oldest first.
+	peeked [][]byte
 	exited  chan struct{}
 	waitErr error
 
@@ -108,8 +110,48 @@ func startSession(cmd *exec.Cmd, cfg ConformanceConfig) (*session, error) {
 func (s *session) kill() {
 	proc.Kill(s.cmd)
 	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT)
-	<-s.exited
+	// Drain what it wrote, so its reader can reach the end and reap it.
+	for {
+		select {
+		case <-s.lines:
+		case <-s.exited:
+			return
+		}
+	}
 }
+
+// Line outcomes of readLine.
+const (
+	gotLine = iota
+	workerExited
+	timedOut
+)
+
+// readLine is the worker's next line within d, a line put back first; a
+// worker that exited still has its last lines read.
+func (s *session) readLine(d time.Duration) ([]byte, int) {
+	if len(s.peeked) > 0 {
+		line := s.peeked[0]
+		s.peeked = s.peeked[1:]
+		return line, gotLine
+	}
+	select {
+	case line := <-s.lines:
+		return line, gotLine
+	case <-s.exited:
+		select {
+		case line := <-s.lines:
+			return line, gotLine
+		default:
+			return nil, workerExited
+		}
+	case <-time.After(d):
+		return nil, timedOut
+	}
+}
+
+// putBack returns a line read ahead; it comes next.
+func (s *session) putBack(line []byte) { s.peeked = append([][]byte{line}, s.peeked...) }
 
 func (s *session) problem(format string, args ...any) {
 	s.mu.Lock()
@@ -129,30 +171,23 @@ var errGone = errors.New("the worker is gone")
 // next is the worker's next line within d; a line that is not a message
 // is a problem and skipped.
 func (s *session) next(d time.Duration, waitingFor string) (Message, []byte, error) {
-	deadline := time.After(d)
+	deadline := time.Now().Add(d)
 	for {
-		select {
-		case line := <-s.lines:
-			m, err := decodeMessage(line)
-			if err != nil {
-				s.problem("stdout line %q: %v (stdout carries protocol lines only; write logs to stderr)", line, err)
-				continue
-			}
-			return m, line, nil
-		case <-s.exited:
-			// Lines written just before the exit come first.
-			select {
-			case line := <-s.lines:
-				s.lines <- line
-				continue
-			default:
-			}
+		line, got := s.readLine(time.Until(deadline))
+		switch got {
+		case workerExited:
 			s.problem("it crashed while the harness waited for its %s: %s", waitingFor, exitStatus(s.waitErr))
 			return Message{}, nil, errGone
-		case <-deadline:
+		case timedOut:
 			s.problem("no %s within %v", waitingFor, d)
 			return Message{}, nil, errGone
 		}
+		m, err := decodeMessage(line)
+		if err != nil {
+			s.problem("stdout line %q: %v (stdout carries protocol lines only; write logs to stderr)", line, err)
+			continue
+		}
+		return m, line, nil
 	}
 }
 
@@ -238,15 +273,15 @@ func (s *session) call(req Request) (Message, error) {
 
 // settle notices a second reply to the request just answered.
 func (s *session) settle(req Request) {
-	select {
-	case line := <-s.lines:
-		if m, err := decodeMessage(line); err == nil && m.Kind == KindReply && m.ID == req.ID {
-			s.problem("a second reply to %s (id %d): %s (one request, one reply)", req.Op, req.ID, line)
-			return
-		}
-		s.lines <- line
-	case <-time.After(50 * time.Millisecond):
+	line, got := s.readLine(50 * time.Millisecond)
+	if got != gotLine {
+		return
 	}
+	if m, err := decodeMessage(line); err == nil && m.Kind == KindReply && m.ID == req.ID {
+		s.problem("a second reply to %s (id %d): %s (one request, one reply)", req.Op, req.ID, line)
+		return
+	}
+	s.putBack(line)
 }
 
 func checkReply(m Message, raw []byte) error {
@@ -396,24 +431,25 @@ func wantS(typ, reason string) string {
 func (s *session) checkRenewals(ctx context.Context, token string, rep *Conformance) {
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
-		select {
-		case line := <-s.lines:
-			m, err := decodeMessage(line)
-			if err != nil {
-				s.problem("stdout line %q: %v", line, err)
-				continue
-			}
-			if m.Kind != KindEvent {
-				s.problem("a %q line while it held the lock and nothing was asked: %s", m.Kind, line)
-				continue
-			}
-			s.mu.Lock()
-			s.events = append(s.events, m)
-			s.mu.Unlock()
-		case <-s.exited:
+		line, got := s.readLine(100 * time.Millisecond)
+		if got == workerExited {
 			return
-		case <-time.After(100 * time.Millisecond):
 		}
+		if got == timedOut {
+			continue
+		}
+		m, err := decodeMessage(line)
+		if err != nil {
+			s.problem("stdout line %q: %v", line, err)
+			continue
+		}
+		if m.Kind != KindEvent {
+			s.problem("a %q line while it held the lock and nothing was asked: %s", m.Kind, line)
+			continue
+		}
+		s.mu.Lock()
+		s.events = append(s.events, m)
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -435,8 +471,8 @@ func (s *session) checkEvents(rep *Conformance) {
 	for _, e := range s.events {
 		id := e.F + " " + e.Token
 		switch {
-		case e.F != history.Extend && e.F != history.Lost:
-			s.problems = append(s.problems, fmt.Sprintf("an event with f %q; events are extend or lost", e.F))
+		case e.F != history.Extend && e.F != history.Release && e.F != history.Lost:
+			s.problems = append(s.problems, fmt.Sprintf("an event with f %q; events are extend, release or lost", e.F))
 		case e.F == history.Lost:
 		case e.Type == history.Invoke:
 			if open[id] {

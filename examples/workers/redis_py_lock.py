@@ -11,7 +11,7 @@ import ssl
 import sys
 
 import redis
-from redis.exceptions import AuthenticationError, LockError, LockNotOwnedError, ResponseError
+from redis.exceptions import AuthenticationError, LockError, LockNotOwnedError, NoPermissionError, ResponseError
 
 
 def send(**msg):
@@ -60,7 +60,7 @@ for line in sys.stdin:
                 reply.update(value=req.get("value", 0) + 1, token=token)
         else:
             reply.update(type="fail", reason="rejected", error="unknown op %r" % op)
-    except AuthenticationError as e:
+    except (AuthenticationError, NoPermissionError) as e:
         send(kind="fatal", error="redis refused the credentials: %s" % e)
         sys.exit(1)
     except (LockNotOwnedError, LockError) as e:

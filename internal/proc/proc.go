@@ -147,3 +147,56 @@ func State(pid int) (byte, error) {
 	}
 	return s[i+2], nil
 }
+
+// WaitGroupStopped waits until the kernel reports stopped every process of
+// process group pgid (all), or at least one of them: a worker under a
+// shell that stopped itself stops alone, a SIGSTOP of the group stops all.
+func WaitGroupStopped(pgid int, all bool, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		members, stopped := groupStates(pgid)
+		switch {
+		case members == 0:
+			return fmt.Errorf("process group %d has no process left", pgid)
+		case all && stopped == members, !all && stopped > 0:
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process group %d: %d of %d processes stopped within %v", pgid, stopped, members, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// groupStates counts the live processes of group pgid and those stopped.
+func groupStates(pgid int) (members, stopped int) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || i+2 >= len(s) {
+			continue
+		}
+		// After the command: state, ppid, pgrp.
+		fields := strings.Fields(s[i+2:])
+		if len(fields) < 3 || fields[2] != strconv.Itoa(pgid) || pid <= 0 {
+			continue
+		}
+		switch fields[0] {
+		case "Z", "X":
+			continue
+		case "T", "t":
+			stopped++
+		}
+		members++
+	}
+	return members, stopped
+}

@@ -27,6 +27,9 @@ if mode == "no-name":
 if mode == "protocol-2":
     ready["protocol"] = 2
 send(**ready)
+if mode == "chatty":  # logs to stdout, far more than a pipe's worth of lines
+    for i in range(5000):
+        print("log line", i, flush=True)
 host, port = hello["nodes"][0].rsplit(":", 1)
 client = redis.Redis(host=host, port=int(port), socket_timeout=hello["op_timeout_ms"] / 1000)
 held = {}
