@@ -69,9 +69,9 @@ type session struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 
-	lines   chan []byte
+	lines chan []byte
 	// peeked are lines read ahead and put back, oldest first.
-	peeked [][]byte
+	peeked  [][]byte
 	exited  chan struct{}
 	waitErr error
 
