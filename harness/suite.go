@@ -19,8 +19,12 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		"  quick  every catalog scenario once, seed 1 (the default)\n"+
 			"  full   every catalog scenario for 5 seeds, plus randomised runs (each topology x recipe\n"+
 			"         under a seeded mix of faults, 3 seeds) that explore without an expectation\n"+
-			"  libs   every library recipe x {none, partition, pause-client, kill-node, clock-jump},\n"+
-			"         3 seeds; none must be safe, the rest are scored (scorecard.md)\n\n"+
+			"  libs   every library (redsync, redislock, rueidislock, and redis-py through its Python worker)\n"+
+			"         x {none, partition, pause-client, kill-node, clock-jump}, and x {none, partition,\n"+
+			"         pause-client} with a long hold (2.5 TTLs: only renewal keeps the lock), 3 seeds;\n"+
+			"         none must be safe, the rest are scored (scorecard.md)\n\n"+
+			"--lock or --worker-cmd runs every scenario with that lock instead (rows on topologies it does\n"+
+			"not run on are skipped).\n\n"+
 			"Exits 0 exactly when every catalog run met its expectation, 1 when one did not.\n"+
 			"Ctrl-C stops after the current run is stopped and keeps a partial report.")
 	store := c.String("store", "store", "directory that keeps run directories; the suite report goes to STORE/suites/TIMESTAMP/")

@@ -263,6 +263,12 @@ func (s Spec) Line() string {
 	if s.Backend == cluster.BackendDocker {
 		line += " · docker " + cmp.Or(s.Image, cluster.DefaultImage)
 	}
+	if s.Target != "" {
+		line += " · " + s.Target
+	}
+	if s.Lock == ExecLock {
+		line += " · worker " + s.WorkerCmd
+	}
 	if s.Auth {
 		line += " · auth"
 	}

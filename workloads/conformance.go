@@ -77,6 +77,7 @@ type session struct {
 
 	mu       sync.Mutex
 	problems []string
+	badLines int
 	events   []Message
 }
 
@@ -159,9 +160,27 @@ func (s *session) problem(format string, args ...any) {
 	s.problems = append(s.problems, fmt.Sprintf(format, args...))
 }
 
+// shownBadLines is how many stdout lines that are not messages are named
+// one by one; the rest are counted.
+const shownBadLines = 3
+
+// badLine notes a stdout line that is not a protocol message.
+func (s *session) badLine(line []byte, err error) {
+	s.mu.Lock()
+	s.badLines++
+	n := s.badLines
+	s.mu.Unlock()
+	if n <= shownBadLines {
+		s.problem("stdout line %q: %v (stdout carries protocol lines only; write logs to stderr)", line, err)
+	}
+}
+
 func (s *session) lineProblems() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if more := s.badLines - shownBadLines; more > 0 {
+		return append(s.problems, fmt.Sprintf("%d more stdout lines that are not protocol lines", more))
+	}
 	return s.problems
 }
 
@@ -184,7 +203,7 @@ func (s *session) next(d time.Duration, waitingFor string) (Message, []byte, err
 		}
 		m, err := decodeMessage(line)
 		if err != nil {
-			s.problem("stdout line %q: %v (stdout carries protocol lines only; write logs to stderr)", line, err)
+			s.badLine(line, err)
 			continue
 		}
 		return m, line, nil
@@ -440,7 +459,7 @@ func (s *session) checkRenewals(ctx context.Context, token string, rep *Conforma
 		}
 		m, err := decodeMessage(line)
 		if err != nil {
-			s.problem("stdout line %q: %v", line, err)
+			s.badLine(line, err)
 			continue
 		}
 		if m.Kind != KindEvent {
