@@ -96,7 +96,11 @@ type rueidisHeld struct {
 	lost         bool // the library said it was lost, and that was reported
 	autoReleased bool // the library deleted a key of it on its own, reported as a release
 	stopped      bool // nothing more is reported for it
-	keys         []rueidisKey
+	// The answers to the deletes of the release the harness asked for:
+	// keys deleted, keys found gone, and the last error.
+	relDeleted, relGone int
+	relErr              error
+	keys                []rueidisKey
 	// ext is the extend of the lease reported as invoked and not yet
 	// completed; rel the release the library began on its own.
 	ext *rueidisExtend
@@ -313,6 +317,7 @@ func (l *rueidislockLock) Release(ctx context.Context, lease Lease) error {
 	h.completeAll(errors.New("rueidislock: released before this completed: outcome unknown"))
 	h.stopped = true
 	lost, auto := h.lost, h.autoReleased
+	deleted, gone, relErr := h.relDeleted, h.relGone, h.relErr
 	h.mu.Unlock()
 	l.unbind(h)
 	switch {
@@ -320,8 +325,16 @@ func (l *rueidislockLock) Release(ctx context.Context, lease Lease) error {
 		return fmt.Errorf("rueidislock: released after the library reported the lock lost: outcome unknown")
 	case auto:
 		return fmt.Errorf("rueidislock: released after the library began deleting its keys on its own: outcome unknown")
+	case deleted >= h.majority:
+		return nil
+	case gone > 0 && relErr == nil && deleted+gone == len(h.keys):
+		// Every delete was answered and the lease's keys were not there:
+		// it had expired.
+		return fmt.Errorf("%w: rueidislock's deletes found %d of its %d keys gone", ErrNotHeld, gone, len(h.keys))
 	}
-	return nil
+	// The library says nothing; its deletes did not all get an answer (a
+	// cut link): whether the lease is gone is unknown.
+	return fmt.Errorf("rueidislock: released, but %d of its %d deletes were answered (%v): outcome unknown", deleted+gone, len(h.keys), relErr)
 }
 
 func (l *rueidislockLock) Close() {
@@ -744,6 +757,16 @@ func (s *rueidisSent) answered(resp rueidis.RedisResult, unsent bool) {
 		v, err := resp.AsInt64()
 		if err == nil {
 			k.ours, k.gone = false, true // deleted, or not ours
+		}
+		if h.releasing && !s.rel {
+			switch {
+			case err != nil:
+				h.relErr = err
+			case v == 1:
+				h.relDeleted++
+			default:
+				h.relGone++
+			}
 		}
 		if s.rel && h.rel == s {
 			h.rel = nil
