@@ -49,6 +49,10 @@ var target = topology{
 	access: eachNode,
 }
 
+// Target is the deployment a target topology stands for, as parsed; nil
+// for the topologies the harness starts.
+func (c *Cluster) Target() *TargetURL { return c.planned.target }
+
 // TargetPasswordEnv holds the --target's password when its URL has none,
 // so that the password stays out of the recorded spec and the re-run
 // command.

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"strconv"
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
@@ -44,9 +42,7 @@ func cmdWorkerCheck(args []string, stdout, stderr io.Writer) int {
 		return exitHarness
 	}
 	defer node.Stop()
-	cmd := exec.Command("/bin/sh", "-c", pos[0])
-	cmd.Env = append(os.Environ(), "LOCKHARNESS_PROTOCOL="+strconv.Itoa(workloads.Protocol), "LOCKHARNESS_CLIENT=0")
-	rep, err := workloads.CheckWorker(ctx, cmd, workloads.ConformanceConfig{Addr: node.Addr(), OpTimeout: *opTimeout,
+	rep, err := workloads.CheckWorker(ctx, workloads.ShellCommand(pos[0], 0), workloads.ConformanceConfig{Addr: node.Addr(), OpTimeout: *opTimeout,
 		ReplyWithin: *replyWithin, Stderr: stderr})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness: %v\n", err)

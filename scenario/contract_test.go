@@ -4,9 +4,6 @@ import (
 	"context"
 	"io"
 	"math/rand"
-	"net"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -142,31 +139,16 @@ func recipeFor(t *testing.T, topology string) string {
 	return ""
 }
 
-// startTargetServer starts a redis-server that is not the harness's: a
-// stand-in for a deployment that --target points at. It is stopped when
-// the test ends, after the rig.
+// startTargetServer starts a redis-server the run does not own: a
+// stand-in for a deployment that --target points at.
 func startTargetServer(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	n, err := cluster.StartLocal(context.Background(), "staging", t.TempDir(), cluster.PersistNone)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-	}
-	t.Fatalf("the stand-in target at %s did not listen", addr)
-	return ""
+	t.Cleanup(func() { n.Stop() })
+	return n.Addr()
 }
 
 // startTestRig starts a run's topology and clients for a test, and stops
@@ -174,6 +156,8 @@ func startTargetServer(t *testing.T) string {
 func startTestRig(t *testing.T, plan Plan) (*rig, *history.Recorder) {
 	t.Helper()
 	t.Cleanup(proc.KillAll)
+	// What the test started itself (a stand-in target) is not the rig's.
+	before := proc.Live()
 	dir := t.TempDir()
 	rec := history.NewRecorder(nil)
 	logf := func(format string, args ...any) { t.Logf(format, args...) }
@@ -183,8 +167,8 @@ func startTestRig(t *testing.T, plan Plan) (*rig, *history.Recorder) {
 	}
 	t.Cleanup(func() {
 		r.close()
-		if n := proc.Live(); n != 0 {
-			t.Errorf("%d child processes left", n)
+		if n := proc.Live() - before; n != 0 {
+			t.Errorf("%d child processes of the rig left", n)
 		}
 	})
 	return r, rec

@@ -234,7 +234,7 @@ func (s Spec) Resolve() (Plan, error) {
 	s.Lock, s.Nemesis = p.Lock.String(), p.Nemesis.String()
 	s.Nodes = len(cl.NodeNames())
 	s.Topology = cl.Topology
-	if t, err := cluster.ParseTarget(s.Target); s.Target != "" && err == nil {
+	if t := cl.Target(); t != nil {
 		s.Target = t.WithoutPassword()
 	}
 	if s.Backend == cluster.BackendDocker && s.Image == "" {

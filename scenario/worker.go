@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 
 	"github.com/lockharness/lockharness/cluster"
@@ -22,21 +21,19 @@ const ExecLock = "exec"
 // way the worker gets its own process group (proc.Start), which pauses and
 // kills act on as a whole.
 func workerCommand(spec Spec, workerBin string, slot int) *exec.Cmd {
-	var cmd *exec.Cmd
 	if spec.Lock == ExecLock {
-		cmd = exec.Command("/bin/sh", "-c", spec.WorkerCmd)
-	} else {
-		cmd = exec.Command(workerBin, "worker", "--lock", spec.Lock)
+		return workloads.ShellCommand(spec.WorkerCmd, slot)
 	}
-	cmd.Env = append(os.Environ(), "LOCKHARNESS_PROTOCOL="+strconv.Itoa(workloads.Protocol), "LOCKHARNESS_CLIENT="+strconv.Itoa(slot))
+	cmd := exec.Command(workerBin, "worker", "--lock", spec.Lock)
+	cmd.Env = workloads.WorkerEnv(slot)
 	return cmd
 }
 
 // hello is the hello line of a slot's worker: how that client reaches the
 // lock service, every address its own link.
 func hello(spec Spec, topology string, a cluster.ClientAccess, slot int, replyWithin int64) workloads.Hello {
-	h := workloads.Hello{Op: "hello", Protocol: workloads.Protocol, Client: slot, Topology: topology,
-		OpTimeoutMs: spec.OpTimeout.D().Milliseconds(), ReplyWithinMs: replyWithin, Dial: a.Dial}
+	h := workloads.NewHello(slot)
+	h.Topology, h.OpTimeoutMs, h.ReplyWithinMs, h.Dial = topology, spec.OpTimeout.D().Milliseconds(), replyWithin, a.Dial
 	if a.Master != "" {
 		h.Sentinel = &workloads.SentinelService{Master: a.Master, Addrs: a.Sentinels}
 	} else {
@@ -62,7 +59,7 @@ func execLock(s Spec) (locks.Lock, workloads.Ready, error) {
 		return locks.Lock{}, r, fmt.Errorf("--worker-cmd: %w", err)
 	}
 	return locks.Lock{Recipe: locks.Recipe{Name: ExecLock, Summary: r.Name + " " + r.Version, Topologies: r.Topologies,
-		Points: r.Points, Extends: r.Extend, Fences: r.Fences, Renews: r.Renewals != workloads.RenewNone}}, r, nil
+		Points: r.Points, Extends: r.Extend, Fences: r.Fences, Renews: r.Renewals == workloads.RenewReported}}, r, nil
 }
 
 // probes remembers each worker command's ready line: a suite resolves the

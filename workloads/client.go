@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -55,6 +56,9 @@ type clientEnv struct {
 	stderr      io.Writer
 	nextProc    atomic.Int64
 	onPaused    func(c *Client, w *workerProc, point string)
+	// probe: the worker is started only for its ready line; there is no
+	// workload to pause or history to record into.
+	probe bool
 }
 
 type workerProc struct {
@@ -244,7 +248,7 @@ func (c *Client) read(w *workerProc, stdout io.Reader, ready chan readyLine) {
 				fmt.Fprintf(c.env.stderr, "client %d: a reply nobody waits for ignored: %q\n", c.Slot, sc.Text())
 			}
 		case KindPaused, KindEvent:
-			if c.env.onPaused == nil { // a probe: no workload to pause or record
+			if c.env.probe {
 				fmt.Fprintf(c.env.stderr, "worker line ignored while probing: %q\n", sc.Text())
 				continue
 			}
@@ -472,9 +476,11 @@ func (w *workerProc) stopGroup() error {
 // line, then its stdin closes and it must exit. It tells the harness what
 // an outside worker is before a run is planned around it.
 func Probe(cmd *exec.Cmd, stderr io.Writer) (Ready, error) {
-	env := &clientEnv{spawn: func(int) *exec.Cmd { return cmd }, stderr: stderr,
+	env := &clientEnv{spawn: func(int) *exec.Cmd { return cmd }, stderr: stderr, probe: true,
 		hello: func(slot int) Hello {
-			return Hello{Op: "hello", Protocol: Protocol, Probe: true, Client: slot}
+			h := NewHello(slot)
+			h.Probe = true
+			return h
 		}}
 	c := &Client{env: env}
 	if err := c.start(); err != nil {
@@ -483,4 +489,19 @@ func Probe(cmd *exec.Cmd, stderr io.Writer) (Ready, error) {
 	r := c.w.ready
 	c.stop()
 	return r, nil
+}
+
+// ShellCommand is how the harness runs an outside worker for a client
+// slot: the command line by /bin/sh, as a terminal would, with the
+// protocol's environment.
+func ShellCommand(commandLine string, slot int) *exec.Cmd {
+	cmd := exec.Command("/bin/sh", "-c", commandLine)
+	cmd.Env = WorkerEnv(slot)
+	return cmd
+}
+
+// WorkerEnv is a worker's environment: the harness's, plus the protocol
+// version and the client slot.
+func WorkerEnv(slot int) []string {
+	return append(os.Environ(), "LOCKHARNESS_PROTOCOL="+strconv.Itoa(Protocol), "LOCKHARNESS_CLIENT="+strconv.Itoa(slot))
 }

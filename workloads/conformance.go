@@ -324,8 +324,9 @@ func checkReply(m Message, raw []byte) error {
 
 func (s *session) run(ctx context.Context, rdb *redis.Client, rep *Conformance) {
 	pass := func(format string, args ...any) { rep.Passed = append(rep.Passed, fmt.Sprintf(format, args...)) }
-	hello, _ := json.Marshal(Hello{Op: "hello", Protocol: Protocol, Topology: "single", OpTimeoutMs: s.cfg.OpTimeout.Milliseconds(),
-		ReplyWithinMs: s.cfg.ReplyWithin.Milliseconds(), Nodes: []string{s.cfg.Addr}})
+	h := NewHello(0)
+	h.Topology, h.OpTimeoutMs, h.ReplyWithinMs, h.Nodes = "single", s.cfg.OpTimeout.Milliseconds(), s.cfg.ReplyWithin.Milliseconds(), []string{s.cfg.Addr}
+	hello, _ := json.Marshal(h)
 	if _, err := s.stdin.Write(append(hello, '\n')); err != nil {
 		s.problem("it took no hello: %v", err)
 		return
@@ -360,21 +361,14 @@ func (s *session) run(ctx context.Context, rdb *redis.Client, rep *Conformance) 
 	}
 	want := func(step string, m Message, typ, reason string) bool {
 		if m.Type != typ || (reason != "" && m.Reason != reason) {
-			got := m.Type
-			if m.Reason != "" {
-				got += " (" + m.Reason + ")"
-			}
+			got := outcome(m.Type, m.Reason)
 			if m.Error != "" {
 				got += ": " + m.Error
 			}
-			wantS := typ
-			if reason != "" {
-				wantS += " (" + reason + ")"
-			}
-			s.problem("%s answered %s; want %s", step, got, wantS)
+			s.problem("%s answered %s; want %s", step, got, outcome(typ, reason))
 			return false
 		}
-		pass("%s: %s", step, wantS(typ, reason))
+		pass("%s: %s", step, outcome(typ, reason))
 		return true
 	}
 
@@ -438,7 +432,8 @@ func (s *session) run(ctx context.Context, rdb *redis.Client, rep *Conformance) 
 	}
 }
 
-func wantS(typ, reason string) string {
+// outcome writes a reply's type and reason as the report does: fail (busy).
+func outcome(typ, reason string) string {
 	if reason != "" {
 		return typ + " (" + reason + ")"
 	}

@@ -10,12 +10,19 @@ package workloads
 // worker announcing another one is refused before any operation.
 const Protocol = 1
 
+// OpHello is the op of the hello line.
+const OpHello = "hello"
+
+// NewHello is the hello of slot's worker, without the service (a probe
+// needs none).
+func NewHello(slot int) Hello { return Hello{Op: OpHello, Protocol: Protocol, Client: slot} }
+
 // Hello is the first line the harness sends a worker: the protocol version
 // and where the lock service is. A probe hello (Probe set) carries no
 // service: the harness only wants the worker's ready line, and then closes
 // its stdin.
 type Hello struct {
-	Op       string `json:"op"` // "hello"
+	Op       string `json:"op"` // OpHello
 	Protocol int    `json:"protocol"`
 	Probe    bool   `json:"probe,omitempty"`
 	// Client is the client slot the worker serves.

@@ -49,7 +49,7 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 		return fmt.Errorf("worker: no hello line: %v", sc.Err())
 	}
 	var hello Hello
-	if err := json.Unmarshal(sc.Bytes(), &hello); err != nil || hello.Op != "hello" {
+	if err := json.Unmarshal(sc.Bytes(), &hello); err != nil || hello.Op != OpHello {
 		return fmt.Errorf("worker: the first line must be a hello, got %q", sc.Text())
 	}
 	if hello.Protocol != Protocol {

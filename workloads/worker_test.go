@@ -133,7 +133,7 @@ func TestHarnessStopsTheWholeProcessGroup(t *testing.T) {
 
 func assertFrozenUntilResumed(t *testing.T, f frozenWorker, replies chan Message) {
 	t.Helper()
-	if err := proc.WaitStopped(f.w.cmd.Process.Pid, 2*time.Second); err != nil {
+	if err := proc.WaitGroupStopped(f.w.cmd.Process.Pid, false, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -109,43 +109,19 @@ func Live() int {
 	return len(children)
 }
 
-// WaitStopped waits until the kernel reports pid as stopped ('T' in
-// /proc/PID/stat). A process that announces a self-stop and then raises
-// SIGSTOP is not stopped yet when the announcement arrives; a SIGCONT sent
-// in between would be lost and leave it frozen forever.
-func WaitStopped(pid int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		state, err := State(pid)
-		if err != nil {
-			return err
-		}
-		if state == 'T' || state == 't' {
-			return nil
-		}
-		if state == 'Z' || state == 'X' {
-			return fmt.Errorf("process %d exited", pid)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("process %d did not stop within %v (state %c)", pid, timeout, state)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// State is the one-letter process state from /proc/PID/stat.
-func State(pid int) (byte, error) {
+// stat is /proc/PID/stat after the command name (which is in parentheses
+// and may contain spaces): state, ppid, pgrp, ...
+func stat(pid int) ([]string, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, fmt.Errorf("process %d: %w", pid, err)
+		return nil, fmt.Errorf("process %d: %w", pid, err)
 	}
-	// The command name is in parentheses and may contain spaces.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 || i+2 >= len(s) {
-		return 0, fmt.Errorf("process %d: unreadable stat %q", pid, s)
+		return nil, fmt.Errorf("process %d: unreadable stat %q", pid, s)
 	}
-	return s[i+2], nil
+	return strings.Fields(s[i+2:]), nil
 }
 
 // WaitGroupStopped waits until the kernel reports stopped every process of
@@ -176,18 +152,8 @@ func groupStates(pgid int) (members, stopped int) {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 || i+2 >= len(s) {
-			continue
-		}
-		// After the command: state, ppid, pgrp.
-		fields := strings.Fields(s[i+2:])
-		if len(fields) < 3 || fields[2] != strconv.Itoa(pgid) || pid <= 0 {
+		fields, err := stat(pid)
+		if err != nil || len(fields) < 3 || fields[2] != strconv.Itoa(pgid) {
 			continue
 		}
 		switch fields[0] {
