@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,14 +186,7 @@ func (n *serverConf) ClockOffset() time.Duration {
 func (n *serverConf) confPath() string { return filepath.Join(n.dir, "sentinel.conf") }
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+func FreePort() (int, error) { return proc.FreePort() }
 
 func (n *serverConf) Name() string { return n.name }
 func (n *serverConf) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
@@ -335,17 +327,7 @@ func Ping(addr string, timeout time.Duration) error {
 	return (*security)(nil).ping(addr, timeout)
 }
 
-func tail(path string, lines int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
-}
+func tail(path string, lines int) string { return proc.Tail(path, lines) }
 
 func (n *LocalNode) current() (*exec.Cmd, chan struct{}) {
 	n.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/resource"
 )
 
 // MutexConfig describes the mutex workload.
@@ -40,7 +41,7 @@ type MutexConfig struct {
 type Mutex struct {
 	cfg MutexConfig
 	env *clientEnv
-	res *Resource
+	res *resource.Counter
 
 	stopping chan struct{}
 	wg       sync.WaitGroup
@@ -62,7 +63,7 @@ type freezeArm struct {
 
 // StartMutex starts one worker per client and their loops.
 func StartMutex(cfg MutexConfig) (*Mutex, error) {
-	m := &Mutex{cfg: cfg, res: NewResource(cfg.Rec, cfg.Fenced), stopping: make(chan struct{}), failed: make(chan struct{}), frozen: map[int]bool{}}
+	m := &Mutex{cfg: cfg, res: resource.NewCounter(cfg.Rec, cfg.Fenced), stopping: make(chan struct{}), failed: make(chan struct{}), frozen: map[int]bool{}}
 	m.env = &clientEnv{rec: cfg.Rec, spawn: cfg.Spawn, hello: cfg.Hello, replyWithin: cmp.Or(cfg.ReplyWithin, DefaultReplyWithin),
 		stderr: cfg.Stderr, onPaused: m.onPaused}
 	var clients []*Client
@@ -88,7 +89,7 @@ func StartMutex(cfg MutexConfig) (*Mutex, error) {
 func (m *Mutex) Failed() <-chan struct{} { return m.failed }
 
 // Resource is the protected counter.
-func (m *Mutex) Resource() *Resource { return m.res }
+func (m *Mutex) Resource() *resource.Counter { return m.res }
 
 // Stop lets every client finish its cycle (a holder still writes and
 // releases), then ends the workers.

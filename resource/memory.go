@@ -1,4 +1,4 @@
-package workloads
+package resource
 
 import (
 	"fmt"
@@ -7,11 +7,11 @@ import (
 	"github.com/lockharness/lockharness/history"
 )
 
-// Resource is the thing the lock protects: a counter held by the harness
+// Counter is the embedded resource the lock protects: a counter held by the harness
 // that clients read-modify-write under the lock. With fencing it refuses a
 // write whose fence is lower than the highest it has accepted, as a storage
 // service that checks fencing tokens would.
-type Resource struct {
+type Counter struct {
 	mu      sync.Mutex
 	rec     *history.Recorder
 	fenced  bool
@@ -19,14 +19,14 @@ type Resource struct {
 	highest int64
 }
 
-// NewResource makes a counter at 0 whose reads and writes are recorded in rec.
-func NewResource(rec *history.Recorder, fenced bool) *Resource {
-	return &Resource{rec: rec, fenced: fenced}
+// NewCounter makes a counter at 0 whose reads and writes are recorded in rec.
+func NewCounter(rec *history.Recorder, fenced bool) *Counter {
+	return &Counter{rec: rec, fenced: fenced}
 }
 
 // Read records the invoke of a write with the value it read, atomically with
 // the read.
-func (r *Resource) Read(e history.Event) (history.Event, int64) {
+func (r *Counter) Read(e history.Event) (history.Event, int64) {
 	var v int64
 	e = r.rec.RecordWith(func() history.Event {
 		r.mu.Lock()
@@ -41,7 +41,7 @@ func (r *Resource) Read(e history.Event) (history.Event, int64) {
 // Write applies a client's write of value under fence and records the
 // completion: ok when accepted, fail when fencing rejected it. The record is
 // taken under the resource's lock so the history's order is the resource's.
-func (r *Resource) Write(e history.Event, value, fence int64) history.Event {
+func (r *Counter) Write(e history.Event, value, fence int64) history.Event {
 	return r.rec.RecordWith(func() history.Event {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -62,7 +62,7 @@ func (r *Resource) Write(e history.Event, value, fence int64) history.Event {
 }
 
 // Value is the counter's current value.
-func (r *Resource) Value() int64 {
+func (r *Counter) Value() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.value

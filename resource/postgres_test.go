@@ -1,0 +1,140 @@
+package resource
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// startPostgres starts a server for one test, or skips the test when
+// PostgreSQL is not installed; the server is stopped when the test ends,
+// also when it fails.
+func startPostgres(t *testing.T) *Server {
+	t.Helper()
+	if _, err := PostgresBin(); errors.Is(err, ErrNoPostgres) {
+		t.Skipf("PostgreSQL is not installed (make setup installs it): %v", err)
+	}
+	srv, err := StartPostgres(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func TestInventoryFencing(t *testing.T) {
+	srv := startPostgres(t)
+	ctx := context.Background()
+	if err := Prepare(ctx, srv.Addr, Schema{Workload: Inventory}); err != nil {
+		t.Fatal(err)
+	}
+	seedSQL, err := ParseStatement("UPDATE inventory SET quantity = quantity - 1, lock_token = :fence WHERE sku = :sku AND lock_token = :fence::bigint - 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckStatement(ctx, srv.Addr, seedSQL); err != nil {
+		t.Fatalf("the seed's statement: %v", err)
+	}
+	bad, _ := ParseStatement("UPDATE inventry SET quantity = quantity - 1 WHERE sku = :sku")
+	if err := CheckStatement(ctx, srv.Addr, bad); err == nil || !strings.Contains(err.Error(), `relation "inventry" does not exist`) {
+		t.Fatalf("a statement on a missing table: %v, want the database's error", err)
+	}
+	write := func(fencing string, fence int64) Outcome {
+		t.Helper()
+		w := NewWriter(WriterConfig{Addr: srv.Addr, Workload: Inventory, Fencing: fencing, Statement: seedSQL, Timeout: 5e9})
+		defer w.Close()
+		o, err := w.Write(Write{Client: 1, Key: "k", Token: "t", Fence: fence})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	steps := []struct {
+		fencing string
+		fence   int64
+		refused bool
+	}{
+		{FenceWhere, 5, false},
+		{FenceWhere, 4, true}, // a lower fence loses in the statement
+		{FenceAppCheck, 5, true},
+		{FenceAppCheck, 6, false},
+		{FenceCAS, 2, false}, // cas matches the version read, not the fence
+		{FenceNone, 1, false},
+		{FenceSQL, 2, false}, // lock_token is 1: the seed's 2 after 1 lands
+		{FenceSQL, 2, true},
+	}
+	for i, s := range steps {
+		if o := write(s.fencing, s.fence); o.Refused != s.refused {
+			t.Fatalf("step %d (%s, fence %d): %+v, want refused %v", i, s.fencing, s.fence, o, s.refused)
+		}
+	}
+	tables, err := Final(ctx, srv.Addr, Schema{Workload: Inventory}, FenceWhere)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tables.Ledger) != 5 || tables.Inventory[0].Quantity != Stock-5 || tables.Inventory[0].LockToken != 2 {
+		t.Fatalf("final rows %+v", tables)
+	}
+	if l := tables.Ledger[1]; l.Fence != 6 || l.LockTokenBefore != 5 || l.LockTokenAfter != 6 || l.Client != 1 || l.Token != "t" || l.QuantityBefore-l.QuantityAfter != 1 {
+		t.Fatalf("ledger row %+v", l)
+	}
+}
+
+func TestJobsIdempotent(t *testing.T) {
+	srv := startPostgres(t)
+	ctx := context.Background()
+	schema := Schema{Workload: Jobs, Keys: []string{"k:0", "k:1"}, Idempotent: true}
+	if err := Prepare(ctx, srv.Addr, schema); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(WriterConfig{Addr: srv.Addr, Workload: Jobs, Idempotent: true, Timeout: 5e9})
+	defer w.Close()
+	job, err := w.Read("k:1")
+	if err != nil || job != JobsPerKey+1 {
+		t.Fatalf("first job behind k:1: %d %v", job, err)
+	}
+	for i, want := range []int64{1, 0} {
+		if o, err := w.Write(Write{Client: i, Token: "t", Job: job}); err != nil || o.Stored != want {
+			t.Fatalf("processing %d: %+v %v, want %d rows", i, o, err, want)
+		}
+	}
+	if next, _ := w.Read("k:1"); next != job+1 {
+		t.Fatalf("next job %d", next)
+	}
+	tables, err := Final(ctx, srv.Addr, schema, FenceNone)
+	if err != nil || tables.Jobs != 2*JobsPerKey || len(tables.Done) != 1 || tables.Done[0].Key != "k:1" {
+		t.Fatalf("final %+v %v", tables, err)
+	}
+}
+
+func TestServerStops(t *testing.T) {
+	srv := startPostgres(t)
+	pgid := srv.cmd.Process.Pid
+	if err := syscall.Kill(-pgid, 0); err != nil {
+		t.Fatalf("no postgres process group while it runs: %v", err)
+	}
+	srv.Close()
+	if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+		out, _ := exec.Command("ps", "-o", "pid,args", "-g", strconv.Itoa(pgid)).Output()
+		t.Fatalf("postgres processes remain after Close (%v):\n%s", err, out)
+	}
+}
+
+func TestParseStatement(t *testing.T) {
+	st, err := ParseStatement("UPDATE inventory SET lock_token = :fence WHERE sku = :sku AND lock_token < :fence AND note <> ':token' AND x = 1::int;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "UPDATE inventory SET lock_token = $1 WHERE sku = $2 AND lock_token < $1 AND note <> ':token' AND x = 1::int"; st.SQL != want || strings.Join(st.Params, ",") != "fence,sku" {
+		t.Fatalf("got %q %v", st.SQL, st.Params)
+	}
+	for _, bad := range []string{"", "UPDATE t SET a = :nope", "UPDATE a SET b = 1; DELETE FROM a"} {
+		if _, err := ParseStatement(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

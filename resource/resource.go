@@ -1,0 +1,143 @@
+// Package resource is what the lock protects: the embedded in-memory
+// counter (the default), and PostgreSQL, a real database the workers write
+// to through links of their own. For PostgreSQL it owns the server's
+// lifecycle (one per run, started and stopped by the harness), the schema of
+// each workload (inventory with its ledger, jobs with their done table), the
+// fenced statements a client writes with, and the final rows the checker
+// audits (history.Tables).
+package resource
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Resources a run can protect.
+const (
+	Memory   = "memory"
+	Postgres = "postgres"
+)
+
+// Names lists the resources.
+var Names = []string{Memory, Postgres}
+
+// Workloads on a database.
+const (
+	Inventory = "inventory"
+	Jobs      = "jobs"
+)
+
+// How an inventory write is fenced.
+const (
+	// FenceNone: a plain decrement.
+	FenceNone = "none"
+	// FenceWhere: the database compares the fence in the statement.
+	FenceWhere = "where"
+	// FenceCAS: the statement matches the lock_token the writer read.
+	FenceCAS = "cas"
+	// FenceAppCheck: the client reads lock_token, compares it with its
+	// fence itself, then writes in a second statement.
+	FenceAppCheck = "app-check"
+	// FenceSQL: the user's own statement (--write-sql).
+	FenceSQL = "sql"
+)
+
+// Fencings lists the fencing modes --fencing takes.
+var Fencings = []string{FenceNone, FenceWhere, FenceCAS, FenceAppCheck}
+
+// Fencing says what a fencing mode does, for errors and help.
+func Fencing(mode string) string {
+	switch mode {
+	case FenceNone:
+		return "UPDATE inventory SET quantity = quantity - 1 (no fence)"
+	case FenceWhere:
+		return "UPDATE ... WHERE sku = $1 AND lock_token < $fence"
+	case FenceCAS:
+		return "UPDATE ... WHERE sku = $1 AND lock_token = $previous (the version the writer read)"
+	case FenceAppCheck:
+		return "SELECT lock_token, compare in the client, then a plain UPDATE"
+	}
+	return mode
+}
+
+// SKU is the inventory row every client sells from (the seed's 'abc'), and
+// Stock is what it starts with: more than any run sells.
+const (
+	SKU   = "abc"
+	Stock = 1_000_000
+)
+
+// JobsPerKey is how many jobs wait behind each lock key: more than a run
+// processes, so no key runs dry.
+const JobsPerKey = 1000
+
+// Parameters a --write-sql statement may name.
+var SQLParams = []string{"sku", "fence", "token", "client"}
+
+// Statement is a user's write statement with its named parameters
+// (:sku, :fence, :token, :client) turned into positional ones.
+type Statement struct {
+	// Text is the statement as the user wrote it; SQL is the one sent,
+	// with $1... in place of the names.
+	Text, SQL string
+	// Params are the names behind $1, $2, ....
+	Params []string
+}
+
+// ParseStatement turns :name parameters into $n. A name it does not know
+// is an error naming the valid ones; a cast (::int) is left alone, and so
+// is anything inside quotes.
+func ParseStatement(text string) (Statement, error) {
+	st := Statement{Text: text}
+	if strings.TrimSpace(text) == "" {
+		return st, fmt.Errorf("the statement is empty")
+	}
+	var out strings.Builder
+	index := map[string]int{}
+	quote := rune(0)
+	rs := []rune(text)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == ':' && i+1 < len(rs) && rs[i+1] == ':':
+			out.WriteString("::")
+			i++
+			continue
+		case r == ':' && i+1 < len(rs) && isIdent(rs[i+1]):
+			j := i + 1
+			for j < len(rs) && isIdent(rs[j]) {
+				j++
+			}
+			name := string(rs[i+1 : j])
+			if !slices.Contains(SQLParams, name) {
+				return st, fmt.Errorf("unknown parameter :%s (valid: :%s)", name, strings.Join(SQLParams, ", :"))
+			}
+			n, seen := index[name]
+			if !seen {
+				st.Params = append(st.Params, name)
+				n = len(st.Params)
+				index[name] = n
+			}
+			fmt.Fprintf(&out, "$%d", n)
+			i = j - 1
+			continue
+		}
+		out.WriteRune(r)
+	}
+	st.SQL = strings.TrimRight(strings.TrimSpace(out.String()), ";")
+	if strings.Contains(st.SQL, ";") {
+		return st, fmt.Errorf("the statement holds more than one statement; give one")
+	}
+	return st, nil
+}
+
+func isIdent(r rune) bool {
+	return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
