@@ -61,6 +61,9 @@ type checker struct {
 	// unseen are the acquires whose leases renew where the harness cannot
 	// see (history.Event.UnseenRenewals).
 	unseen map[tokenKey]bool
+	// rowOf is the database row of each write it accepted (Options.Tables).
+	rowOf map[*history.Op]databaseRow
+	opts  Options
 
 	res              Result
 	found            []found
@@ -97,7 +100,7 @@ func newChecker(events []history.Event, ops []history.Op, opts Options) *checker
 			c.unseen[tokenKey{o.Key, o.Token}] = true
 		}
 	}
-	c.res.opts = opts
+	c.res.opts, c.opts = opts, opts
 	c.res.Anomalies = make(map[string]int, len(AnomalyNames))
 	for _, name := range AnomalyNames {
 		c.res.Anomalies[name] = 0

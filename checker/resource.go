@@ -25,7 +25,13 @@ func (c *checker) auditResource() {
 		}
 		// An info write never reached the resource: nothing to audit.
 	}
-	// The resource's order is the order of its acceptances, which the
+	if c.opts.Tables != nil {
+		accepted = c.acceptedByDatabase()
+		c.auditStaleWrites(accepted)
+		c.auditExpiredWrites(accepted)
+		return
+	}
+	// The counter's order is the order of its acceptances, which the
 	// recorder stamps together with the effect.
 	sort.Slice(accepted, func(i, j int) bool { return accepted[i].Done < accepted[j].Done })
 	c.auditStaleWrites(accepted)
@@ -43,11 +49,18 @@ func (c *checker) auditExpiredWrites(accepted []*history.Op) {
 			continue
 		}
 		l := c.leaseOf[tokenKey{w.Key, w.Token}]
-		if l == nil || l.hi == history.Forever || w.DoneT <= l.hi {
+		// The counter accepts a write at its completion; a database
+		// somewhere between invoke and answer, so only a write sent
+		// after the lease ended certainly landed after it.
+		at := w.DoneT
+		if c.opts.Tables != nil {
+			at = w.InvT
+		}
+		if l == nil || l.hi == history.Forever || at <= l.hi {
 			continue
 		}
-		narrative := fmt.Sprintf("%s %s acquired %s; its lease had certainly expired by %s; %s the resource accepted its write (stored %s), %s after that",
-			history.Secs(g.DoneT), who(g), grantee(g), history.Secs(l.hi), history.Secs(w.DoneT), value(w.Stored), history.Secs(w.DoneT-l.hi))
+		narrative := fmt.Sprintf("%s %s acquired %s; its lease had certainly expired by %s; %s the resource accepted its write (stored %s)%s, %s after that",
+			history.Secs(g.DoneT), who(g), grantee(g), history.Secs(l.hi), history.Secs(at), value(w.Stored), c.where(w), history.Secs(at-l.hi))
 		c.report(ExpiredWrite, w.Key, positions(g, w), narrative)
 	}
 }
@@ -65,14 +78,17 @@ func (c *checker) auditStaleWrites(accepted []*history.Op) {
 			continue
 		}
 		n, seen := latest[w.Key]
-		if seen && n.grant.InvT > g.DoneT {
+		// A lower fence accepted after a higher one is stale by the
+		// lock's own order, however the grants' times overlap.
+		lowerFence := seen && g.Fence > 0 && n.grant.Fence > g.Fence
+		if seen && (n.grant.InvT > g.DoneT || lowerFence) {
 			narrative := fmt.Sprintf("%s %s acquired %s; %s %s acquired %s, asking at %s, after the first grant; "+
-				"%s the resource accepted the second holder's write (stored %s); "+
-				"%s the resource accepted the first holder's write (stored %s) after the newer holder's",
+				"%s the resource accepted the second holder's write (stored %s)%s; "+
+				"%s the resource accepted the first holder's write (stored %s)%s after the newer holder's",
 				history.Secs(g.DoneT), who(g), grantee(g),
 				history.Secs(n.grant.DoneT), who(n.grant), grantee(n.grant), history.Secs(n.grant.InvT),
-				history.Secs(n.write.DoneT), value(n.write.Stored),
-				history.Secs(w.DoneT), value(w.Stored))
+				history.Secs(n.write.DoneT), value(n.write.Stored), c.where(n.write),
+				history.Secs(w.DoneT), value(w.Stored), c.where(w))
 			c.report(StaleWrite, w.Key, positions(g, n.grant, n.write, w), narrative)
 		}
 		if !seen || g.InvT > n.grant.InvT {

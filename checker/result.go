@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/lockharness/lockharness/history"
 )
 
 // Anomaly names, the words the reports use.
@@ -91,6 +93,10 @@ type Options struct {
 	// bound and added to every "the lease may have lasted until" bound, to
 	// absorb clock-rate differences between the harness and the servers.
 	Slack time.Duration
+	// Tables are a real resource's final rows (nil: the in-memory
+	// counter): the resource audits then judge the database's own record
+	// of what it accepted, in its order.
+	Tables *history.Tables
 	// Timeout bounds the check, counted from the call to Check (0:
 	// DefaultTimeout): porcupine stops when it runs out, and the verdict
 	// is then unknown unless an audit found an anomaly. Never valid.
@@ -152,7 +158,9 @@ type Result struct {
 	Fencing   Fencing            `json:"fencing"`
 	Stats     map[string]OpStats `json:"stats"`
 	Counter   Counter            `json:"counter"`
-	Liveness  string             `json:"liveness"`
+	// Database is the audit of a real resource's final rows.
+	Database *Database `json:"database,omitempty"`
+	Liveness string    `json:"liveness"`
 	Findings  []Finding          `json:"findings"`
 	// Notes explain an unknown verdict or a check that could not run, and
 	// say so when porcupine and the overlap audit disagree.

@@ -30,7 +30,7 @@ var Registry = []Fault{
 	partition, latency, pauseNode, killNode, pauseClient, killClient,
 	partitionPrimary, splitBrain, killPrimary, pausePrimary, replicationLag, failover,
 	partitionMajorities, partitionMinority, pauseAcquire, pausePastRelease,
-	clockJump, clockStrobe,
+	clockJump, clockStrobe, delayWrite,
 }
 
 // None is the nemesis name for a run without faults.
@@ -46,6 +46,9 @@ type Fault struct {
 	// NeedsClock: the fault moves nodes' wall clocks, so the nodes must run
 	// under the clock shim (cluster.Spec.Clock).
 	NeedsClock bool
+	// NeedsDatabase: the fault acts on the clients' links to a real
+	// resource (--resource postgres).
+	NeedsDatabase bool
 	// Options are what the fault takes after its name (kill-node:delay=4s).
 	// An option named "node" names a node: holder, random, or a node of the
 	// topology.
@@ -157,6 +160,20 @@ func (n Nemesis) NeedsClock() bool {
 		}
 	}
 	return false
+}
+
+// NeedsDatabase reports whether any fault acts on the links to a real
+// resource, which the run must then have.
+func (n Nemesis) NeedsDatabase() []string {
+	var names []string
+	for _, g := range n {
+		for _, in := range g {
+			if in.NeedsDatabase && !slices.Contains(names, in.Name) {
+				names = append(names, in.Name)
+			}
+		}
+	}
+	return names
 }
 
 // Available reports every fault that cannot be injected on the topology,
@@ -352,6 +369,14 @@ func (e *Env) ClientLinks(slot int) []*Link {
 	}
 	return out
 }
+
+// DatabaseLinkName names client slot's link to the database of a run
+// with a real resource.
+func DatabaseLinkName(slot int) string { return fmt.Sprintf("c%d-postgres", slot) }
+
+// DatabaseLink is client slot's link to the database, nil when the run has
+// none.
+func (e *Env) DatabaseLink(slot int) *Link { return e.Net.Get(DatabaseLinkName(slot)) }
 
 // ClientLink is client slot's link to one node.
 func (e *Env) ClientLink(slot int, node string) *Link {

@@ -125,10 +125,20 @@ func (l *Link) Delay(d time.Duration) error {
 	return l.both("latency", map[string]any{"latency": d.Milliseconds(), "jitter": 0})
 }
 
+// DelayRequests adds d of latency to what clients send only: a request
+// is held up on its way, its answer comes back at once.
+func (l *Link) DelayRequests(d time.Duration) error {
+	return l.add("latency", []string{"upstream"}, map[string]any{"latency": d.Milliseconds(), "jitter": 0})
+}
+
 func (l *Link) both(kind string, attrs map[string]any) error {
+	return l.add(kind, []string{"upstream", "downstream"}, attrs)
+}
+
+func (l *Link) add(kind string, streams []string, attrs map[string]any) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, stream := range []string{"upstream", "downstream"} {
+	for _, stream := range streams {
 		name := kind + "_" + stream
 		js := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`,
 			name, kind, stream, attrsJSON(attrs))

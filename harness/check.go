@@ -68,7 +68,12 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		fmt.Fprintf(stderr, "harness %s: %s/results.json: %v\n", name, dir, err)
 		return exitHarness
 	}
-	res, err := reports.Conclude(events, meta, checker.Options{Slack: slack, Timeout: *timeout})
+	tables, err := history.ReadTables(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness %s: %s: %v\n", name, dir, err)
+		return exitHarness
+	}
+	res, err := reports.Conclude(events, meta, checker.Options{Slack: slack, Timeout: *timeout, Tables: tables})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness %s: %s: %v\n", name, histPath, err)
 		return exitHarness

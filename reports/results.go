@@ -47,6 +47,9 @@ type CheckerReport struct {
 	Linearizability checker.Linearizability `json:"linearizability"`
 	Liveness        string                  `json:"liveness"`
 	Counter         checker.Counter         `json:"counter"`
+	// Database is a real resource's final rows and what they say (the
+	// full ledger is in resource.json beside the history).
+	Database *checker.Database `json:"database,omitempty"`
 	Findings        []checker.Finding       `json:"findings"`
 	Notes           []string                `json:"notes,omitempty"`
 	// Unjudged counts the findings the checker did not judge (see
@@ -114,7 +117,7 @@ func Conclude(events []history.Event, meta Meta, opts checker.Options) (Results,
 		Valid: r.Valid, Anomalies: r.Anomalies, Fencing: r.Fencing, Stats: r.Stats,
 		Seed: meta.Seed, Spec: spec, Command: meta.Command, Faults: faultCounts(events),
 		Error: meta.Error, Interrupted: meta.Interrupted, check: r,
-		Checker: CheckerReport{Linearizability: r.Linearizability, Liveness: r.Liveness, Counter: r.Counter, Findings: r.Findings, Notes: r.Notes, Unjudged: r.Unjudged,
+		Checker: CheckerReport{Linearizability: r.Linearizability, Liveness: r.Liveness, Counter: r.Counter, Database: r.Database, Findings: r.Findings, Notes: r.Notes, Unjudged: r.Unjudged,
 			SlackMs: float64(opts.Slack) / float64(time.Millisecond)},
 	}, nil
 }

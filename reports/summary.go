@@ -33,7 +33,13 @@ func Summary(w io.Writer, title, specLine string, res Results, dir string) {
 	}
 	fmt.Fprintf(w, "  anomalies   %s\n", strings.Join(an, "  "))
 	fmt.Fprintf(w, "  fencing     rejected %d\n", res.Fencing.Rejected)
-	fmt.Fprintf(w, "  counter     %d acknowledged writes, final value %d\n", res.Checker.Counter.Acknowledged, res.Checker.Counter.Final)
+	if db := res.Checker.Database; db != nil {
+		for _, line := range DatabaseLines(db) {
+			fmt.Fprintf(w, "  database    %s\n", line)
+		}
+	} else {
+		fmt.Fprintf(w, "  counter     %d acknowledged writes, final value %d\n", res.Checker.Counter.Acknowledged, res.Checker.Counter.Final)
+	}
 	fmt.Fprintf(w, "  liveness    %s\n", res.Checker.Liveness)
 	shown := map[string]bool{}
 	for _, f := range res.Checker.Findings {
@@ -68,4 +74,24 @@ func countsLine(counts map[string]int, empty string) string {
 		parts[i] = fmt.Sprintf("%s ×%d", k, counts[k])
 	}
 	return strings.Join(parts, "  ")
+}
+
+// DatabaseLines say what a real resource's final rows hold, a line each.
+func DatabaseLines(db *checker.Database) []string {
+	switch db.Workload {
+	case "inventory":
+		lines := []string{fmt.Sprintf("%s inventory, fencing %s: %d units sold of %d, %d writes in the ledger", db.Resource, db.Fencing, db.Sold, db.Initial, db.Ledger)}
+		for _, r := range db.Inventory {
+			lines = append(lines, fmt.Sprintf("final row: sku %s quantity %d lock_token %d", r.SKU, r.Quantity, r.LockToken))
+		}
+		return lines
+	case "jobs":
+		line := fmt.Sprintf("%s jobs: %d of %d jobs processed, %d done rows; duplicate work %d jobs (%.1f per 1,000 processed)",
+			db.Resource, db.Processed, db.Jobs, db.DoneRows, db.Duplicated, db.DuplicatePer1000)
+		if db.Absorbed > 0 {
+			line += fmt.Sprintf("; %d repeat processings absorbed by the idempotent insert", db.Absorbed)
+		}
+		return []string{line}
+	}
+	return nil
 }

@@ -154,8 +154,8 @@ func Final(ctx context.Context, addr string, s Schema, fencing string) (*history
 
 // WriterConfig is how a client writes to the database.
 type WriterConfig struct {
-	// Addr is the client's own link to the server.
-	Addr     string
+	// DSN reaches the server through the client's own link.
+	DSN      string
 	Workload string
 	// Fencing is one of Fencings, or FenceSQL with Statement.
 	Fencing    string
@@ -208,7 +208,7 @@ func (w *Writer) connect(ctx context.Context) (*pgx.Conn, error) {
 	if w.conn != nil && !w.conn.IsClosed() {
 		return w.conn, nil
 	}
-	conn, err := pgx.Connect(ctx, DSN(w.cfg.Addr))
+	conn, err := pgx.Connect(ctx, w.cfg.DSN)
 	if err != nil {
 		return nil, err
 	}

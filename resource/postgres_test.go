@@ -45,7 +45,7 @@ func TestInventoryFencing(t *testing.T) {
 	}
 	write := func(fencing string, fence int64) Outcome {
 		t.Helper()
-		w := NewWriter(WriterConfig{Addr: srv.Addr, Workload: Inventory, Fencing: fencing, Statement: seedSQL, Timeout: 5e9})
+		w := NewWriter(WriterConfig{DSN: DSN(srv.Addr), Workload: Inventory, Fencing: fencing, Statement: seedSQL, Timeout: 5e9})
 		defer w.Close()
 		o, err := w.Write(Write{Client: 1, Key: "k", Token: "t", Fence: fence})
 		if err != nil {
@@ -91,7 +91,7 @@ func TestJobsIdempotent(t *testing.T) {
 	if err := Prepare(ctx, srv.Addr, schema); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWriter(WriterConfig{Addr: srv.Addr, Workload: Jobs, Idempotent: true, Timeout: 5e9})
+	w := NewWriter(WriterConfig{DSN: DSN(srv.Addr), Workload: Jobs, Idempotent: true, Timeout: 5e9})
 	defer w.Close()
 	job, err := w.Read("k:1")
 	if err != nil || job != JobsPerKey+1 {

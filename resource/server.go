@@ -78,6 +78,9 @@ func StartPostgres(ctx context.Context, dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -124,7 +127,7 @@ func StartPostgres(ctx context.Context, dir string) (*Server, error) {
 	// Durability is not under test here: every write is judged by what
 	// the server answered while it ran, and the server is never killed
 	// mid-run, so fsync only slows the run down.
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", home,
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-c", "unix_socket_directories=",
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200", "-c", "log_min_messages=warning")
 	cmd.Stdout, cmd.Stderr = logFile, logFile

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/lockharness/lockharness/internal/version"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -89,7 +91,7 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	rec := history.NewRecorder(histFile)
 
 	prov := &reports.Provenance{Harness: version.Harness(), Go: version.Go(), Libraries: locks.LibraryVersions()}
-	runErr := drive(ctx, plan, opt, dir, rec, logw, logf, prov)
+	tables, runErr := drive(ctx, plan, opt, dir, rec, logw, logf, prov)
 	if runErr != nil {
 		logf("harness error: %v", runErr)
 	}
@@ -105,7 +107,12 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 		meta.Error = runErr.Error()
 	}
 	events := rec.Events()
-	results, err := reports.Conclude(events, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout})
+	if tables != nil {
+		if err := history.WriteTables(dir, tables); err != nil {
+			return out, err
+		}
+	}
+	results, err := reports.Conclude(events, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout, Tables: tables})
 	if err != nil {
 		return out, fmt.Errorf("checking the history: %w", err)
 	}
@@ -119,6 +126,8 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 // rig is a started run: the topology, its network, the clients and what
 // faults act on.
 type rig struct {
+	// db is the run's database when the resource is a real one.
+	db   *database
 	cl   *cluster.Cluster
 	net  *faults.Network
 	work *workloads.Mutex
@@ -138,6 +147,14 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 			r.close()
 		}
 	}()
+	// The database comes first: a statement it refuses ends the run
+	// before any Redis node starts.
+	if spec.Resource == resource.Postgres {
+		logf("starting PostgreSQL for the %s workload", spec.Workload)
+		if r.db, err = startDatabase(ctx, spec, filepath.Join(dir, "postgres"), r.net, spec.Clients+1); err != nil {
+			return r, err
+		}
+	}
 	if err := cl.Start(ctx, filepath.Join(dir, "nodes"), r.net.Proxy); err != nil {
 		return r, err
 	}
@@ -158,9 +175,14 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	r.work, err = workloads.StartMutex(workloads.MutexConfig{
 		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed,
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends,
+		Database: r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: jobKeys(spec),
 		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
 		Hello: func(slot int) workloads.Hello {
-			return hello(spec, cl.Shape(), access[slot], slot, workloads.DefaultReplyWithin.Milliseconds())
+			h := hello(spec, cl.Shape(), access[slot], slot, workloads.DefaultReplyWithin.Milliseconds())
+			if r.db != nil {
+				h.Database = r.db.access(spec, plan.Statement, r.net, slot)
+			}
+			return h
 		},
 		Rec: rec, Stderr: logw,
 	})
@@ -173,18 +195,22 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	return r, nil
 }
 
-// close stops the workers, the topology and the network, in that order.
+// close stops the workers, the topology, the database and the network, in
+// that order.
 func (r *rig) close() {
 	if r.stopWork != nil {
 		r.stopWork()
 	}
 	r.cl.Close()
+	r.db.close()
 	r.net.Close()
 }
 
 // drive runs the topology, workload and nemesis, and always stops them. It
-// notes in prov which servers ran.
-func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any), prov *reports.Provenance) error {
+// notes in prov which servers ran, and returns a real resource's final
+// rows, read once every client stopped (also when the run was
+// interrupted).
+func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any), prov *reports.Provenance) (tables *history.Tables, err error) {
 	spec := plan.Spec
 	where := spec.Backend + " backend"
 	if spec.Image != "" {
@@ -193,9 +219,16 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	logf("starting %s topology (%s) in %s", spec.Topology, where, dir)
 	r, err := startRig(ctx, plan, opt, dir, rec, logw, logf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer r.close()
+	if r.db != nil {
+		defer func() {
+			r.stopWork()
+			t, ferr := r.db.final(spec, plan.Statement)
+			tables, err = t, cmp.Or(err, ferr)
+		}()
+	}
 	prov.Servers = r.cl.ServerVersions(ctx)
 	logf("%d clients running %s against %s for %v, nemesis %s", spec.Clients, spec.Lock, spec.Key, spec.TimeLimit, spec.Nemesis)
 
@@ -222,25 +255,25 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 
 	r.net.HealAll()
 	if err := r.stopWork(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.cl.Settle(ctx, 30*time.Second); err != nil && ctx.Err() == nil {
 		logf("warning: the topology did not settle after the heal: %v", err)
 	}
 	if nemesisErr != nil {
-		return fmt.Errorf("nemesis: %w", nemesisErr)
+		return nil, fmt.Errorf("nemesis: %w", nemesisErr)
 	}
 	if ctx.Err() != nil {
-		return nil
+		return nil, nil
 	}
 	logf("%7.3fs  healed; liveness check after %v of quiet", rec.Now().Seconds(), quiet)
 	time.Sleep(quiet)
 	ok, err := r.work.FinalAcquire(spec.TTL.D() + margin)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	logf("%7.3fs  final acquire %s", rec.Now().Seconds(), map[bool]string{true: "succeeded", false: "FAILED: the lock is stuck"}[ok])
-	return nil
+	return nil, nil
 }
 
 // syncWriter serialises writes from workers' stderr and the harness's log.

@@ -18,11 +18,9 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/workloads"
 )
-
-// Workloads this build knows.
-var Workloads = []string{"mutex"}
 
 // Spec is everything that defines a run. The same spec and seed make the
 // same choices.
@@ -40,6 +38,17 @@ type Spec struct {
 	// WorkerCmd is the program every client runs with lock exec.
 	WorkerCmd string `json:"worker_cmd,omitempty"`
 	Workload  string `json:"workload"`
+	// Resource is what the lock protects: memory (the in-memory counter)
+	// or postgres (empty: what the workload implies).
+	Resource string `json:"resource,omitempty"`
+	// Fencing is how inventory writes are fenced (resource.Fencings).
+	Fencing string `json:"fencing,omitempty"`
+	// WriteSQL is a file with the user's own inventory write statement.
+	WriteSQL string `json:"write_sql,omitempty"`
+	// Keys is the jobs workload's number of lock keys, one queue each.
+	Keys int `json:"keys,omitempty"`
+	// Idempotent makes a job's done row unique (ON CONFLICT DO NOTHING).
+	Idempotent bool `json:"idempotent,omitempty"`
 	// Nemesis is the fault list with the faults' options.
 	Nemesis string `json:"nemesis"`
 	// Interval is the mean quiet time between faults (0: from the TTL).
@@ -83,7 +92,12 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.WorkerCmd, "worker-cmd", s.WorkerCmd, "with --lock exec: the `command` every client runs, a worker speaking the worker protocol (docs/worker-protocol.md), run by /bin/sh")
 	fs.StringVar(&s.Nemesis, "nemesis", s.Nemesis, "faults, comma-separated (the schedule picks one at a time) or joined by + (injected together), each with options after a colon (kill-node:delay=4s): "+strings.Join(faults.Names(), ", "))
 	fs.Var(&s.Interval, "nemesis-interval", "mean quiet time between faults, drawn from [D/2, 3D/2] (default: from the TTL)")
-	fs.StringVar(&s.Workload, "workload", s.Workload, "what clients do: "+strings.Join(Workloads, ", "))
+	fs.StringVar(&s.Workload, "workload", s.Workload, "what clients do: mutex (write the in-memory counter), inventory (sell one unit of stock in PostgreSQL under the lock), jobs (process jobs from a PostgreSQL table, one lock key per queue)")
+	fs.StringVar(&s.Resource, "resource", s.Resource, "what the lock protects: "+strings.Join(resource.Names, ", ")+" (default: memory for mutex, postgres for inventory and jobs, started per run)")
+	fs.StringVar(&s.Fencing, "fencing", s.Fencing, "how inventory writes are fenced: none (plain UPDATE), where (lock_token < $fence in the statement), cas (lock_token = the version read), app-check (read, compare in the client, then UPDATE)")
+	fs.StringVar(&s.WriteSQL, "write-sql", s.WriteSQL, "inventory: a `FILE` with your own write statement, with :sku, :fence, :token and :client; no row updated counts as fenced out")
+	fs.IntVar(&s.Keys, "keys", s.Keys, fmt.Sprintf("jobs: number of lock keys, each with its own queue of jobs (default %d)", DefaultJobKeys))
+	fs.BoolVar(&s.Idempotent, "idempotent", s.Idempotent, "jobs: make processing idempotent (INSERT ... ON CONFLICT (job) DO NOTHING)")
 	fs.IntVar(&s.Clients, "clients", s.Clients, "number of concurrent lock clients")
 	fs.IntVar(&s.Nodes, "nodes", s.Nodes, fmt.Sprintf("nodes of a topology whose size can be chosen (redlock: default %d)", cluster.DefaultRedlockNodes))
 	fs.Var(&s.TimeLimit, "time-limit", "how long clients run under faults")
@@ -100,7 +114,7 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 
 // unsetWhenZero are the spec flags whose zero value means "not set"; the
 // re-run command leaves them out.
-var unsetWhenZero = map[string]bool{"image": true, "nodes": true, "nemesis-interval": true}
+var unsetWhenZero = map[string]bool{"image": true, "nodes": true, "nemesis-interval": true, "keys": true}
 
 // Command is the `harness run` command line that repeats this run
 // exactly: every spec flag, in the order `harness run --help` lists them.
@@ -143,7 +157,14 @@ func (s Spec) DefaultName() string {
 
 func (s Spec) nameWith(lock string) string {
 	clean := strings.NewReplacer(",", "_", ":", "-", "=", "", "/", "-", " ", "")
-	return clean.Replace(fmt.Sprintf("%s-%s-%s", s.Topology, lock, s.Nemesis))
+	name := fmt.Sprintf("%s-%s-%s", s.Topology, lock, s.Nemesis)
+	if s.Workload != "" && s.Workload != WorkloadMutex {
+		name += "-" + s.Workload
+	}
+	if s.Fencing != "" && s.Fencing != resource.FenceNone {
+		name += "-" + s.Fencing
+	}
+	return clean.Replace(name)
 }
 
 // Plan is a spec resolved once: every name looked up, every option parsed,
@@ -157,6 +178,8 @@ type Plan struct {
 	// Worker is what an exec lock's worker announced (zero otherwise).
 	Worker  workloads.Ready
 	Nemesis faults.Nemesis
+	// Statement is the user's write statement (--write-sql), checked.
+	Statement *resource.Statement
 }
 
 // TargetKeyPrefix starts every key a run writes on a --target.
@@ -200,7 +223,14 @@ func (s Spec) Resolve() (Plan, error) {
 	} else if cl != nil {
 		errs = append(errs, p.Nemesis.Available(cl))
 	}
-	errs = append(errs, cluster.OneOf("workload", s.Workload, Workloads))
+	if err := cluster.OneOf("workload", s.Workload, Workloads); err != nil {
+		errs = append(errs, err)
+	} else {
+		st, resErrs := resolveResource(&s, p)
+		p.Statement = st
+		errs = append(errs, resErrs...)
+		errs = append(errs, databaseFaults(s, nemesis.NeedsDatabase()))
+	}
 	if s.Clients < 1 {
 		errs = append(errs, fmt.Errorf("clients must be at least 1, got %d", s.Clients))
 	} else {
@@ -274,6 +304,20 @@ func (s Spec) Line() string {
 	}
 	if s.TLS {
 		line += " · tls"
+	}
+	if s.Resource == resource.Postgres {
+		line += " · " + s.Workload + " in postgres"
+		switch {
+		case s.WriteSQL != "":
+			line += " · write-sql " + s.WriteSQL
+		case s.Workload == WorkloadInventory:
+			line += " · fencing " + s.Fencing
+		case s.Workload == WorkloadJobs:
+			line += fmt.Sprintf(" · %d keys", s.Keys)
+			if s.Idempotent {
+				line += " · idempotent"
+			}
+		}
 	}
 	return line
 }

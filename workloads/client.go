@@ -382,6 +382,9 @@ func (c *Client) Do(req Request, ev history.Event) Message {
 	ev.Type, ev.Error, ev.Reason = m.Type, m.Error, m.Reason
 	if m.Type == history.OK {
 		ev.Fence, ev.ValidMs = m.Fence, m.ValidMs
+		if ev.F == history.Read {
+			ev.Value = history.Int64(m.Value)
+		}
 	}
 	c.env.rec.Record(ev)
 	return m

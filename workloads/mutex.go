@@ -21,8 +21,16 @@ type MutexConfig struct {
 	TTL     time.Duration
 	Hold    time.Duration
 	Seed    int64
-	// Fenced makes the resource reject writes with an older fence.
+	// Fenced makes the in-memory counter reject writes with an older fence.
 	Fenced bool
+	// Database: the workers write to a real database themselves (the
+	// hello says where); the harness records what they answer.
+	Database bool
+	// Jobs: every holder first reads which job waits behind its key and
+	// writes only when one does (the jobs workload); Keys are the lock
+	// keys it draws from (empty: Key alone).
+	Jobs bool
+	Keys []string
 	// Extend makes every holder extend its lease after its write.
 	Extend bool
 	// RecipePoints are the lock recipe's own pause points.
@@ -37,7 +45,9 @@ type MutexConfig struct {
 }
 
 // Mutex is the mutex workload: every client loops acquire → protected write
-// → hold → release, backing off at random while the lock is busy.
+// → hold → release, backing off at random while the lock is busy. The
+// inventory workload is the same loop writing to a database; the jobs
+// workload reads the next job behind a key it drew before writing.
 type Mutex struct {
 	cfg MutexConfig
 	env *clientEnv
@@ -122,7 +132,11 @@ func (m *Mutex) loop(c *Client, rng *rand.Rand) {
 	defer c.stop()
 	for attempt := 0; !m.stopped(); attempt++ {
 		token := fmt.Sprintf("c%d-%d-%08x", c.Slot, attempt, rng.Uint32())
-		if err := m.cycle(c, token); err != nil {
+		key := m.cfg.Key
+		if len(m.cfg.Keys) > 0 {
+			key = m.cfg.Keys[rng.Intn(len(m.cfg.Keys))]
+		}
+		if err := m.cycle(c, key, token); err != nil {
 			m.mu.Lock()
 			m.errs = append(m.errs, err)
 			m.mu.Unlock()
@@ -139,8 +153,8 @@ func (m *Mutex) loop(c *Client, rng *rand.Rand) {
 
 // cycle is one acquire → write → hold → release. It returns an error only
 // when the client cannot go on (no worker could be started).
-func (m *Mutex) cycle(c *Client, token string) error {
-	key, ttl := m.cfg.Key, m.cfg.TTL
+func (m *Mutex) cycle(c *Client, key, token string) error {
+	ttl := m.cfg.TTL
 	r := c.Do(Request{Op: history.Acquire, Key: key, Token: token, TTLMs: ttl.Milliseconds(), Pause: m.armed()},
 		history.Event{F: history.Acquire, Key: key, Token: token, TTLMs: ttl.Milliseconds()})
 	switch r.Type {
@@ -153,19 +167,23 @@ func (m *Mutex) cycle(c *Client, token string) error {
 		return m.release(c, key, token)
 	}
 	m.notify(&m.granted, c.Slot)
+	var job int64
+	if m.cfg.Jobs {
+		rd := c.Do(Request{Op: history.Read, Key: key, Token: token}, history.Event{F: history.Read, Key: key, Token: token})
+		if rd.Type == history.Info {
+			return c.replace()
+		}
+		if rd.Type != history.OK || rd.Value == 0 {
+			return m.release(c, key, token)
+		}
+		job = rd.Value
+	}
 	if alive, err := m.harnessPoint(c, PointBeforeWrite); err != nil || !alive {
 		return c.replace()
 	}
-
-	inv, v := m.res.Read(history.Event{Type: history.Invoke, Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token, Fence: r.Fence})
-	w := c.call(Request{Op: history.Write, Key: key, Token: token, Value: v, Pause: m.armed()})
-	if w.Type != history.OK {
-		done := inv
-		done.Type, done.Error, done.Value = history.Info, w.Error, nil
-		m.cfg.Rec.Record(done)
-		return c.replace()
+	if written, err := m.write(c, key, token, r.Fence, job); !written {
+		return err
 	}
-	m.res.Write(history.Event{Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token}, w.Value, w.Fence)
 	if !m.cfg.Extend {
 		time.Sleep(m.cfg.Hold)
 		return m.release(c, key, token)
@@ -190,6 +208,43 @@ func (m *Mutex) cycle(c *Client, token string) error {
 		time.Sleep(ttl / 2)
 	}
 	return m.release(c, key, token)
+}
+
+// write is the protected write. Into the in-memory counter, the harness
+// reads the value and stores what the worker computed from it; into a
+// database, the worker writes itself (a job's done row, or a fenced
+// decrement) and the harness records its answer. written is false when
+// the cycle ends here (err says whether the client can go on).
+func (m *Mutex) write(c *Client, key, token string, fence, job int64) (written bool, err error) {
+	invoke := history.Event{Type: history.Invoke, Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token, Fence: fence}
+	if m.cfg.Database {
+		inv := m.cfg.Rec.Record(invoke)
+		w := c.call(Request{Op: history.Write, Key: key, Token: token, Value: job, Pause: m.armed()})
+		done := inv
+		done.Type, done.Error, done.Reason, done.Value = w.Type, w.Error, w.Reason, nil
+		if w.Type == history.OK {
+			done.Value = history.Int64(w.Value)
+		}
+		m.cfg.Rec.Record(done)
+		switch w.Type {
+		case history.Info:
+			return false, c.replace()
+		case history.Fail:
+			// Fenced out: the holder's lease is over; it lets the lock go.
+			return false, m.release(c, key, token)
+		}
+		return true, nil
+	}
+	inv, v := m.res.Read(invoke)
+	w := c.call(Request{Op: history.Write, Key: key, Token: token, Value: v, Pause: m.armed()})
+	if w.Type != history.OK {
+		done := inv
+		done.Type, done.Error, done.Value = history.Info, w.Error, nil
+		m.cfg.Rec.Record(done)
+		return false, c.replace()
+	}
+	m.res.Write(history.Event{Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token}, w.Value, w.Fence)
+	return true, nil
 }
 
 func (m *Mutex) release(c *Client, key, token string) error {

@@ -46,6 +46,31 @@ type Hello struct {
 	// Auth and TLS are set when the run's servers require them.
 	Auth *Auth `json:"auth,omitempty"`
 	TLS  *TLS  `json:"tls,omitempty"`
+	// Database is set when the protected resource is a real database the
+	// worker writes to itself (a worker whose ready line lists it in
+	// writes).
+	Database *Database `json:"database,omitempty"`
+}
+
+// Database is where and how a worker writes its protected writes.
+type Database struct {
+	// Kind is the database: postgres.
+	Kind string `json:"kind"`
+	// DSN reaches it through the worker's own link.
+	DSN string `json:"dsn"`
+	// Workload is inventory (decrement one unit of SKU) or jobs (record
+	// the job a read returned as done).
+	Workload string `json:"workload"`
+	SKU      string `json:"sku,omitempty"`
+	// Fencing is none, where, cas, app-check, or sql: then SQL is the
+	// statement to run, with :sku, :fence, :token and :client.
+	Fencing string `json:"fencing,omitempty"`
+	SQL     string `json:"sql,omitempty"`
+	// Idempotent: a job's done row is unique; insert with ON CONFLICT
+	// (job) DO NOTHING.
+	Idempotent bool `json:"idempotent,omitempty"`
+	// TimeoutMs bounds each read or write.
+	TimeoutMs int64 `json:"timeout_ms"`
 }
 
 // SentinelService is a primary found through sentinels.
@@ -99,17 +124,21 @@ type Ready struct {
 	Points []string `json:"points,omitempty"`
 	// Topologies the worker can run on (default: single).
 	Topologies []string `json:"topologies,omitempty"`
+	// Writes lists the databases the worker writes to itself (postgres);
+	// only such a worker runs with a real resource.
+	Writes []string `json:"writes,omitempty"`
 }
 
 // Request is one line the harness sends a worker after hello: an operation
 // to perform.
 type Request struct {
 	ID    int64  `json:"id"`
-	Op    string `json:"op"` // acquire, release, extend, write
+	Op    string `json:"op"` // acquire, release, extend, read, write
 	Key   string `json:"key"`
 	Token string `json:"token,omitempty"`
 	TTLMs int64  `json:"ttl_ms,omitempty"`
-	// Value is the counter value the harness read, for write.
+	// Value is, for write, the counter value the harness read (memory)
+	// or the job the worker's read returned (jobs).
 	Value int64 `json:"value,omitempty"`
 	// Pause lists the armed pause points: the worker stops itself with
 	// SIGSTOP when it reaches one of them during this operation.

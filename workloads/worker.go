@@ -17,6 +17,7 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/version"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/resource"
 )
 
 // WorkerConfig is how `harness worker` is told what to run; where the lock
@@ -33,6 +34,9 @@ type worker struct {
 	recipe string
 	leases map[string]locks.Lease
 	armed  map[string]bool
+	client int
+	// db writes the protected writes when the resource is a database.
+	db *resource.Writer
 }
 
 // RunWorker speaks the worker protocol on in and out until in is closed:
@@ -61,11 +65,20 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 		renewals = RenewReported
 	}
 	w.send(Ready{Kind: KindReady, Protocol: Protocol, Name: lock.Name, Version: version.Harness(),
-		Extend: lock.Extends, Fences: lock.Fences, Renewals: renewals, Points: lock.Points, Topologies: lock.Topologies})
+		Extend: lock.Extends, Fences: lock.Fences, Renewals: renewals, Points: lock.Points, Topologies: lock.Topologies,
+		Writes: []string{resource.Postgres}})
 	if hello.Probe {
 		return nil
 	}
 	opTimeout := time.Duration(hello.OpTimeoutMs) * time.Millisecond
+	w.client = hello.Client
+	if d := hello.Database; d != nil {
+		if w.db, err = newDatabaseWriter(d); err != nil {
+			w.send(Message{Kind: KindFatal, Error: err.Error()})
+			return err
+		}
+		defer w.db.Close()
+	}
 	clients := locks.NewClients(hello.Target(), opTimeout)
 	defer func() {
 		for _, c := range clients {
@@ -97,6 +110,23 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 		w.send(reply)
 	}
 	return sc.Err()
+}
+
+// newDatabaseWriter is the writer a hello's database asks for.
+func newDatabaseWriter(d *Database) (*resource.Writer, error) {
+	if d.Kind != resource.Postgres {
+		return nil, fmt.Errorf("this worker writes to %s only, not %q", resource.Postgres, d.Kind)
+	}
+	cfg := resource.WriterConfig{DSN: d.DSN, Workload: d.Workload, Fencing: d.Fencing, Idempotent: d.Idempotent,
+		Timeout: time.Duration(d.TimeoutMs) * time.Millisecond}
+	if d.Fencing == resource.FenceSQL {
+		st, err := resource.ParseStatement(d.SQL)
+		if err != nil {
+			return nil, fmt.Errorf("the hello's sql: %w", err)
+		}
+		cfg.Statement = st
+	}
+	return resource.NewWriter(cfg), nil
 }
 
 // credentialsRefused reports whether an error says the servers will not
@@ -212,20 +242,43 @@ func (w *worker) do(req Request) Message {
 				m.ValidMs = lease.Valid.Milliseconds()
 			}
 		}
+	case history.Read:
+		if w.db == nil {
+			err = fmt.Errorf("%w: read needs a database (the hello named none)", errRefused)
+			break
+		}
+		m.Value, err = w.db.Read(req.Key)
 	case history.Write:
 		lease := w.leases[req.Key]
-		// The read-modify-write: the harness read Value; this client writes
-		// Value+1 under what it believes is its lease.
-		m.Token, m.Fence, m.Value = lease.Token, lease.Fence, req.Value+1
+		if w.db == nil {
+			// The read-modify-write: the harness read Value; this client
+			// writes Value+1 under what it believes is its lease.
+			m.Token, m.Fence, m.Value = lease.Token, lease.Fence, req.Value+1
+			break
+		}
+		var o resource.Outcome
+		o, err = w.db.Write(resource.Write{Client: w.client, Key: req.Key, Token: req.Token, Fence: lease.Fence, Job: req.Value})
+		m.Fence, m.Value = lease.Fence, o.Stored
+		if err == nil && o.Refused {
+			err = fmt.Errorf("%w: %s", errRefused, o.Why)
+		}
 	default:
 		err = fmt.Errorf("unknown op %q", req.Op)
 	}
 	m.Type, m.Reason = Outcome(err), Reason(err)
+	if errors.Is(err, errRefused) {
+		m.Type, m.Reason = history.Fail, history.ReasonRejected
+	}
 	if err != nil {
 		m.Error = err.Error()
 	}
 	return m
 }
+
+// errRefused is a write the resource refused (a fence that lost) or a
+// request this worker cannot serve: definitely not done, and nothing to do
+// with the lock.
+var errRefused = errors.New("refused")
 
 // Reason is what a failed operation's error says about the lock: busy,
 // not-held, or rejected (nothing about the lock: READONLY, a lost quorum,

@@ -1,0 +1,155 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// Database is what a real resource's final rows say, beside the verdict.
+type Database struct {
+	Resource string `json:"resource"`
+	Workload string `json:"workload"`
+	Fencing  string `json:"fencing,omitempty"`
+	// Inventory: the stock the SKU started with, the rows it ended with,
+	// the units sold (initial - final) and the writes the ledger holds.
+	Initial   int64                  `json:"initial_quantity,omitempty"`
+	Inventory []history.InventoryRow `json:"inventory,omitempty"`
+	Sold      int64                  `json:"sold,omitempty"`
+	Ledger    int                    `json:"ledger_rows,omitempty"`
+	// Jobs: the jobs the table held, the distinct jobs processed, the
+	// rows of done, the jobs processed more than once, and that per
+	// 1,000 processed jobs. Absorbed counts processings an idempotent
+	// insert turned into nothing.
+	Jobs             int     `json:"jobs,omitempty"`
+	Processed        int     `json:"processed,omitempty"`
+	DoneRows         int     `json:"done_rows,omitempty"`
+	Duplicated       int     `json:"duplicated"`
+	DuplicatePer1000 float64 `json:"duplicate_per_1000"`
+	Absorbed         int     `json:"absorbed,omitempty"`
+	// Unattributed counts accepted rows no write in the history claims.
+	Unattributed int `json:"unattributed,omitempty"`
+}
+
+// databaseRow is one accepted write as the database recorded it.
+type databaseRow struct {
+	seq   int64
+	token string
+	at    string
+}
+
+// acceptedByDatabase is the writes the database accepted, in the order it
+// applied them (its ledger or done table), each matched to the write the
+// history records by its lock token. A write whose answer was lost (info)
+// but whose row is there was accepted all the same.
+func (c *checker) acceptedByDatabase() []*history.Op {
+	t := c.opts.Tables
+	var rows []databaseRow
+	for _, l := range t.Ledger {
+		rows = append(rows, databaseRow{l.Seq, l.Token, l.At})
+	}
+	for _, d := range t.Done {
+		rows = append(rows, databaseRow{d.Seq, d.Token, d.At})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].seq < rows[j].seq })
+	writes := map[string]*history.Op{}
+	for i := range c.ops {
+		if o := &c.ops[i]; o.F == history.Write && o.Token != "" {
+			writes[o.Token] = o
+		}
+	}
+	db := &Database{Resource: t.Resource, Workload: t.Workload, Fencing: t.Fencing}
+	c.res.Database = db
+	c.rowOf = map[*history.Op]databaseRow{}
+	var accepted []*history.Op
+	for _, r := range rows {
+		w := writes[r.token]
+		if w == nil {
+			db.Unattributed++
+			continue
+		}
+		if _, twice := c.rowOf[w]; twice {
+			db.Unattributed++
+			continue
+		}
+		c.rowOf[w] = r
+		accepted = append(accepted, w)
+	}
+	if db.Unattributed > 0 {
+		c.note("the database holds %s that no write in the history claims", count(int64(db.Unattributed), "accepted row"))
+	}
+	missing := 0
+	for _, w := range writes {
+		if _, ok := c.rowOf[w]; !ok && w.Type == history.OK && (w.Stored == nil || *w.Stored != 0 || t.Workload != "jobs") {
+			missing++
+		}
+		if t.Workload == "jobs" && w.Type == history.OK && w.Stored != nil && *w.Stored == 0 {
+			db.Absorbed++
+		}
+	}
+	if missing > 0 {
+		c.note("%s answered ok but the database has no row for them", count(int64(missing), "write"))
+	}
+	c.auditTables(db)
+	return accepted
+}
+
+// auditTables checks the final rows themselves: for the inventory, that
+// the units sold are the writes the ledger holds, each one unit from the
+// row the one before left (else decrements were lost); for jobs, how many
+// were done more than once.
+func (c *checker) auditTables(db *Database) {
+	t := c.opts.Tables
+	switch t.Workload {
+	case "inventory":
+		db.Initial, db.Inventory, db.Ledger = t.Initial, t.Inventory, len(t.Ledger)
+		var final int64
+		for _, r := range t.Inventory {
+			final += r.Quantity
+			if r.Quantity < 0 {
+				c.note("SKU %s is oversold: its quantity ends at %d", r.SKU, r.Quantity)
+			}
+		}
+		db.Sold = t.Initial - final
+		broken := 0
+		for i := 1; i < len(t.Ledger); i++ {
+			if prev, l := t.Ledger[i-1], t.Ledger[i]; l.SKU == prev.SKU && l.QuantityBefore != prev.QuantityAfter {
+				broken++
+			}
+		}
+		if lost := int64(db.Ledger) - db.Sold; lost > 0 || broken > 0 {
+			c.res.Anomalies[LostUpdate] += int(max(lost, int64(broken)))
+			c.list(LostUpdate, "", nil, fmt.Sprintf("the ledger holds %s but only %d units were sold (%d to %d); %s did not start from the quantity the one before left",
+				count(int64(db.Ledger), "accepted write"), db.Sold, t.Initial, final, count(int64(broken), "write")))
+		}
+	case "jobs":
+		db.Jobs, db.DoneRows = t.Jobs, len(t.Done)
+		times := map[int64]int{}
+		for _, d := range t.Done {
+			times[d.Job]++
+		}
+		db.Processed = len(times)
+		for _, n := range times {
+			if n > 1 {
+				db.Duplicated++
+			}
+		}
+		if db.Processed > 0 {
+			db.DuplicatePer1000 = float64(db.Duplicated) * 1000 / float64(db.Processed)
+		}
+	}
+}
+
+// where says where the database recorded a write, for narratives.
+func (c *checker) where(w *history.Op) string {
+	r, ok := c.rowOf[w]
+	if !ok {
+		return ""
+	}
+	table := "ledger"
+	if c.opts.Tables.Workload == "jobs" {
+		table = "done"
+	}
+	return fmt.Sprintf(" (%s row %d, database time %s)", table, r.seq, r.at)
+}
