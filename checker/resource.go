@@ -59,8 +59,12 @@ func (c *checker) auditExpiredWrites(accepted []*history.Op) {
 		if l == nil || l.hi == history.Forever || at <= l.hi {
 			continue
 		}
-		narrative := fmt.Sprintf("%s %s acquired %s; its lease had certainly expired by %s; %s the resource accepted its write (stored %s)%s, %s after that",
-			history.Secs(g.DoneT), who(g), grantee(g), history.Secs(l.hi), history.Secs(at), value(w.Stored), c.where(w), history.Secs(at-l.hi))
+		accepted := "the resource accepted its write"
+		if c.opts.Tables != nil {
+			accepted = "it sent the write the database accepted"
+		}
+		narrative := fmt.Sprintf("%s %s acquired %s; its lease had certainly expired by %s; %s %s (stored %s)%s, %s after that",
+			history.Secs(g.DoneT), who(g), grantee(g), history.Secs(l.hi), history.Secs(at), accepted, value(w.Stored), c.where(w), history.Secs(at-l.hi))
 		c.report(ExpiredWrite, w.Key, positions(g, w), narrative)
 	}
 }

@@ -161,7 +161,7 @@ type Result struct {
 	// Database is the audit of a real resource's final rows.
 	Database *Database `json:"database,omitempty"`
 	Liveness string    `json:"liveness"`
-	Findings  []Finding          `json:"findings"`
+	Findings []Finding `json:"findings"`
 	// Notes explain an unknown verdict or a check that could not run, and
 	// say so when porcupine and the overlap audit disagree.
 	Notes []string `json:"notes,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/reports"
 )
 
@@ -36,6 +37,13 @@ func TestDataReplays(t *testing.T) {
 			dir := t.TempDir()
 			if err := gunzip(filepath.Join(src, "history.jsonl.gz"), filepath.Join(dir, "history.jsonl")); err != nil {
 				t.Fatal(err)
+			}
+			if tables, err := history.ReadTables(src); err != nil {
+				t.Fatal(err)
+			} else if tables != nil {
+				if err := history.WriteTables(dir, tables); err != nil {
+					t.Fatal(err)
+				}
 			}
 			var stdout, stderr bytes.Buffer
 			code := run([]string{"check", dir, "--json"}, &stdout, &stderr)

@@ -50,8 +50,8 @@ type CheckerReport struct {
 	// Database is a real resource's final rows and what they say (the
 	// full ledger is in resource.json beside the history).
 	Database *checker.Database `json:"database,omitempty"`
-	Findings        []checker.Finding       `json:"findings"`
-	Notes           []string                `json:"notes,omitempty"`
+	Findings []checker.Finding `json:"findings"`
+	Notes    []string          `json:"notes,omitempty"`
 	// Unjudged counts the findings the checker did not judge (see
 	// checker.Result.Unjudged).
 	Unjudged map[string]int `json:"unjudged,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/resource"
 )
 
 // Entry is a named, seeded scenario of the catalog (docs/scenarios.md):
@@ -84,6 +85,14 @@ func execSpec(workerCmd, nemesis string, ttl, hold, limit time.Duration) Spec {
 
 func withPersistence(s Spec, p string) Spec { s.Persistence = p; return s }
 
+// inventorySpec is a single-node scenario whose clients sell the seed's
+// inventory row in PostgreSQL, fenced as given.
+func inventorySpec(lock, fencing, nemesis string) Spec {
+	s := entrySpec(cluster.Single, lock, nemesis, sec, 300*time.Millisecond, 10*sec)
+	s.Workload, s.Resource, s.Fencing = WorkloadInventory, resource.Postgres, fencing
+	return s
+}
+
 // redlockSpec is a Redlock scenario: five nodes and two clients whose ring
 // majorities (when partitioned) share exactly one node, n3, the way the
 // published attacks draw it.
@@ -155,6 +164,20 @@ var Catalog = []Entry{
 		Spec: execSpec(RedisPyWorker, "pause-client", sec, 300*time.Millisecond, 10*sec), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
 	{Name: "redis-py-restart", Source: "Kleppmann 2016 (one node); redis-py", Story: "as restart-no-persist, with redis-py's Lock: the node restarts empty under a holder",
 		Spec: execSpec(RedisPyWorker, "kill-node", 2*sec, sec, 8*sec), Expect: Expect{Unsafe: true, Anomaly: checker.DoubleGrant}},
+	{Name: "delayed-write", Source: "Kleppmann 2016", Story: "a holder's write to PostgreSQL is held up in the network past the TTL; another acquires and sells first; the old write lands after it",
+		Spec: inventorySpec("cad", resource.FenceNone, "delay-write"), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
+	{Name: "delayed-write-fenced", Source: "Kleppmann 2016", Story: "as delayed-write, with fencing tokens in the statement: UPDATE ... WHERE lock_token < $fence refuses the late write",
+		Spec: inventorySpec("fenced", resource.FenceWhere, "delay-write"), Expect: Expect{Fenced: true}},
+	{Name: "gc-pause-postgres", Source: "Kleppmann 2016", Story: "as gc-pause, with the write a plain UPDATE of the seed's inventory row in PostgreSQL",
+		Spec: inventorySpec("cad", resource.FenceNone, "pause-client"), Expect: Expect{Unsafe: true, Anomaly: checker.StaleWrite}},
+	{Name: "gc-pause-postgres-where", Source: "Kleppmann 2016; the seed's fencing SQL", Story: "as gc-pause-postgres, fenced by the database: UPDATE ... WHERE sku = $1 AND lock_token < $fence",
+		Spec: inventorySpec("fenced", resource.FenceWhere, "pause-client"), Expect: Expect{Fenced: true}},
+	// The client reads lock_token after it wakes, so the newer holder's
+	// token is already there and the client's own comparison refuses; the
+	// mistake would take a stop between the read and the UPDATE, a
+	// window of well under a millisecond that pause-client never hits.
+	{Name: "gc-pause-postgres-app-check", Source: "the check-then-act mistake", Story: "as gc-pause-postgres-where, with the check in the client: SELECT lock_token, compare, then a plain UPDATE; the pause comes before the read, so the check sees the newer token",
+		Spec: inventorySpec("fenced", resource.FenceAppCheck, "pause-client"), Expect: Expect{Fenced: true}},
 	{Name: "redlock-acquire-pause", Source: "Kleppmann 2016; antirez 2016", Story: "A freezes while its acquire replies are in flight, past the TTL; a correct validity computation rejects the late grant",
 		Spec: redlockSpec("pause-acquire"), Expect: Expect{}},
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
 )
@@ -40,6 +41,14 @@ func TestRecordTestdata(t *testing.T) {
 			}
 			if err := gzipFile(filepath.Join(out.Dir, "history.jsonl"), filepath.Join(dir, "history.jsonl.gz")); err != nil {
 				t.Fatal(err)
+			}
+			// A real resource's final rows are part of the evidence.
+			if tables, err := history.ReadTables(out.Dir); err != nil {
+				t.Fatal(err)
+			} else if tables != nil {
+				if err := history.WriteTables(dir, tables); err != nil {
+					t.Fatal(err)
+				}
 			}
 			b, err := json.MarshalIndent(reports.ExpectationOf(e.Name, e.Expect.String(), out.Results), "", "  ")
 			if err != nil {
