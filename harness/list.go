@@ -10,6 +10,7 @@ import (
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/scenario"
 )
 
@@ -45,7 +46,18 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(tw, "\nScenarios (harness repro NAME):")
 	for _, e := range scenario.Catalog {
 		s := e.Spec
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Name, s.Topology, s.Lock, s.Nemesis, e.Expect, e.Source)
+		lock := s.Lock
+		if s.Workload != scenario.WorkloadMutex {
+			lock += " · " + s.Workload + " fencing " + s.Fencing
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Name, s.Topology, lock, s.Nemesis, e.Expect, e.Source)
+	}
+	fmt.Fprintln(tw, "\nResources and workloads (--resource, --workload, --fencing):")
+	fmt.Fprintf(tw, "  memory\tmutex\tthe in-memory counter the harness holds; fenced when the lock hands out fences\n")
+	fmt.Fprintf(tw, "  postgres\tinventory\tsell one unit of the seed's inventory row per holder; a trigger writes the ledger the checker audits\n")
+	fmt.Fprintf(tw, "  postgres\tjobs\tprocess the next job behind one of --keys lock keys; reports the duplicate-work rate\n")
+	for _, f := range resource.Fencings {
+		fmt.Fprintf(tw, "    --fencing %s\t\t%s\n", f, resource.Fencing(f))
 	}
 	fmt.Fprintln(tw, "\nLocks (--lock NAME or NAME:OPTION,...):")
 	for _, r := range locks.Recipes {
@@ -66,6 +78,9 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		}
 		if f.NeedsClock {
 			needs = append(needs, "clock shim")
+		}
+		if f.NeedsDatabase {
+			needs = append(needs, "--resource postgres")
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", f.Name, strings.Join(where, ","), orDash(strings.Join(needs, ",")), f.Summary)
 		printOptions(tw, f.Options)

@@ -65,7 +65,12 @@ func Render(dir string) error {
 		{"rate.png", "Completions per second by outcome",
 			func(w io.Writer) error { return WriteRatePNG(w, rateOf(a)) }},
 	}
-	page := newIndexPage(dir, res, a)
+	tables, err := history.ReadTables(dir)
+	if err != nil {
+		problems = append(problems, "the database's final rows could not be read: "+err.Error())
+		errs = append(errs, err)
+	}
+	page := newIndexPage(dir, res, a, tables)
 	for _, p := range plots {
 		if err := writeAtomic(filepath.Join(dir, p.file), p.draw); err != nil {
 			problems = append(problems, fmt.Sprintf("%s could not be drawn: %v", p.file, err))
@@ -99,6 +104,7 @@ type indexPage struct {
 	Stats       []statRow
 	Faults      []Band
 	Findings    []findingView
+	Database    *databaseView
 	Plots       []plotView
 	Files       []fileLink
 	Notes       []string
@@ -120,6 +126,8 @@ type findingView struct {
 	Key       string
 	Narrative string
 	Story     []StoryLine
+	// Rows are the database rows of the finding's writes.
+	Rows *rowTable
 	// Open keeps the first findings unfolded; the rest of a badly broken
 	// run's findings stay folded so the page stays readable.
 	Open bool
@@ -135,7 +143,7 @@ type fileLink struct {
 // openFindings is how many findings the page shows unfolded.
 const openFindings = 10
 
-func newIndexPage(dir string, res Results, a *analysis) indexPage {
+func newIndexPage(dir string, res Results, a *analysis, tables *history.Tables) indexPage {
 	// store/latest names no run: name the page after where it points.
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
@@ -159,9 +167,11 @@ func newIndexPage(dir string, res Results, a *analysis) indexPage {
 	for _, name := range checker.AnomalyNames {
 		p.Checks = append(p.Checks, keyValue{name, fmt.Sprint(res.Anomalies[name])})
 	}
+	p.Checks = append(p.Checks, keyValue{"fencing rejected", fmt.Sprint(res.Fencing.Rejected)})
+	if p.Database = newDatabaseView(res.Checker.Database); p.Database == nil {
+		p.Checks = append(p.Checks, keyValue{"counter", fmt.Sprintf("%d acknowledged writes, final value %d", res.Checker.Counter.Acknowledged, res.Checker.Counter.Final)})
+	}
 	p.Checks = append(p.Checks,
-		keyValue{"fencing rejected", fmt.Sprint(res.Fencing.Rejected)},
-		keyValue{"counter", fmt.Sprintf("%d acknowledged writes, final value %d", res.Checker.Counter.Acknowledged, res.Checker.Counter.Final)},
 		keyValue{"liveness", res.Checker.Liveness},
 		keyValue{"slack", fmt.Sprintf("%g ms", res.Checker.SlackMs)},
 	)
@@ -175,7 +185,7 @@ func newIndexPage(dir string, res Results, a *analysis) indexPage {
 	}
 	for i, f := range res.Checker.Findings {
 		p.Findings = append(p.Findings, findingView{N: i + 1, Anomaly: f.Anomaly, Key: f.Key, Narrative: f.Narrative,
-			Story: a.story(f), Open: i < openFindings})
+			Story: a.story(f), Rows: a.findingRows(tables, f), Open: i < openFindings})
 	}
 	return p
 }

@@ -59,10 +59,11 @@ type Server struct {
 	// links of their own, not here.
 	Addr string
 	dir  string
-	// scratch is a temporary data directory to remove on Close.
-	scratch string
-	cmd     *exec.Cmd
-	done    chan struct{}
+	// home holds the data directory; scratch is set when it is a
+	// temporary directory, removed on Close.
+	home, scratch string
+	cmd           *exec.Cmd
+	done          chan struct{}
 }
 
 // StartPostgres initialises a database cluster in dir/data and starts a
@@ -91,9 +92,10 @@ func StartPostgres(ctx context.Context, dir string) (*Server, error) {
 		// The postgres user must reach its data directory; a run directory
 		// under a private one (root's home, a test's temp dir) is out of
 		// its reach, so the data then lives in a temporary directory of
-		// its own, removed on Close. The log stays in dir either way.
+		// its own. The log is in dir either way.
 		if !othersCanEnter(filepath.Dir(dir)) {
-			if scratch, err = os.MkdirTemp("", "lockharness-postgres-"); err != nil {
+			sweepScratch()
+			if scratch, err = os.MkdirTemp("", scratchPattern); err != nil {
 				return nil, err
 			}
 			home = scratch
@@ -136,7 +138,7 @@ func StartPostgres(ctx context.Context, dir string) (*Server, error) {
 		return nil, fmt.Errorf("postgres: start: %w", err)
 	}
 	started = true
-	p := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, scratch: scratch, cmd: cmd, done: make(chan struct{})}
+	p := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, home: home, scratch: scratch, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		cmd.Wait()
 		proc.Forget(cmd)
@@ -215,8 +217,7 @@ func DSN(addr string) string {
 }
 
 // Close stops the server: a fast shutdown (SIGINT), then SIGKILL of its
-// process group if it has not exited within 5 s. A data directory in the
-// run directory stays for inspection; a temporary one is removed.
+// process group if it has not exited within 5 s.
 func (p *Server) Close() error {
 	select {
 	case <-p.done:
@@ -233,8 +234,30 @@ func (p *Server) Close() error {
 	// Backends left behind by a killed postmaster exit on their own once
 	// they see it gone; the group kill takes any that have not.
 	proc.Kill(p.cmd)
+	// The final rows are in the run directory (history.Tables); the data
+	// directory, some 40 MB, is not kept.
+	os.RemoveAll(filepath.Join(p.home, "data"))
 	if p.scratch != "" {
 		os.RemoveAll(p.scratch)
 	}
 	return nil
 }
+
+// sweepScratch removes the temporary data directories of servers that
+// are gone: a harness killed with SIGKILL could not remove its own.
+func sweepScratch() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), scratchPattern))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "data", "postmaster.pid"))
+		if err == nil {
+			if pid, _ := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0]); pid > 0 && syscall.Kill(pid, 0) == nil {
+				continue // its server still runs
+			}
+		} else if fi, err := os.Stat(d); err != nil || time.Since(fi.ModTime()) < time.Minute {
+			continue // a server starting up
+		}
+		os.RemoveAll(d)
+	}
+}
+
+const scratchPattern = "lockharness-postgres-*"

@@ -217,4 +217,3 @@ func pidWithArgs(a, b string) int {
 	}
 	return 0
 }
-
