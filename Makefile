@@ -3,7 +3,7 @@ GO    ?= go
 BIN   := bin/harness
 SHIM  := bin/libclockshim.so
 SUDO  := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-PKGS  := redis-server redis-sentinel redis-tools chromium python3-redis postgresql
+PKGS  := redis-server redis-sentinel redis-tools chromium python3-redis python3-psycopg2 postgresql
 
 IMAGE ?= lockharness/redis:local
 # The checkout the binary is built from, for `harness version` and results.json.
@@ -18,7 +18,7 @@ setup: deps build
 	else echo "no Docker engine answers: skipping the node image; the docker backend's tests will skip"; fi
 
 deps:
-	@if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null && command -v chromium >/dev/null && /usr/bin/python3 -c 'import redis' 2>/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	@if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null && command -v chromium >/dev/null && /usr/bin/python3 -c 'import redis, psycopg2' 2>/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 		echo "redis: $$(redis-server --version | cut -d' ' -f3); $$(chromium --version 2>/dev/null); redis-py $$(/usr/bin/python3 -c 'import redis; print(redis.__version__)'); postgres $$(ls /usr/lib/postgresql | tail -1)"; \
 	else \
 		echo "installing $(PKGS) from Debian's packages"; \

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -39,6 +41,21 @@ func TestExecRedisPy(t *testing.T) {
 	})
 	t.Run("pause-client", func(t *testing.T) {
 		wantAnomaly(t, run(t, execSpecFor(RedisPyWorker, "pause-client", 6*time.Second)), checker.StaleWrite)
+	})
+	// A team's Python service with its own database: redis-py's Lock, and
+	// the worker's own psycopg2 writes to the run's PostgreSQL.
+	t.Run("postgres", func(t *testing.T) {
+		needPostgres(t)
+		if r, _ := probe(Spec{Lock: ExecLock, WorkerCmd: RedisPyWorker}); !slices.Contains(r.Writes, resource.Postgres) {
+			t.Skip("the redis-py worker does not write to postgres (Debian's python3-psycopg2 missing? run `make setup`)")
+		}
+		s := execSpecFor(RedisPyWorker, "pause-client", 8*time.Second)
+		s.Workload = WorkloadInventory
+		r := run(t, s)
+		wantAnomaly(t, r, checker.StaleWrite)
+		if db := r.Checker.Database; db == nil || db.Ledger < 5 || db.Sold != int64(db.Ledger) {
+			t.Errorf("the Python worker's writes are not in the database: %+v", db)
+		}
 	})
 	t.Run("named after the worker", func(t *testing.T) {
 		p, err := execSpecFor(RedisPyWorker, "none", time.Second).Resolve()

@@ -58,6 +58,7 @@ func TestCommandRoundTripsEveryFlag(t *testing.T) {
 		"op-timeout": "250ms", "persistence": "aof-always", "key": "lock:it's mine", "seed": "7", "name": "a name",
 		"worker-cmd": "/usr/bin/python3 'my worker.py' --x=1",
 		"auth":       "true", "tls": "true", "target": "redis://staging.example:6380",
+		"resource": "postgres", "fencing": "app-check", "write-sql": "my write.sql", "keys": "12", "idempotent": "true",
 	}
 	s := Defaults()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)

@@ -83,9 +83,11 @@ func randomRuns(seeds int) []Planned {
 		if err != nil {
 			continue
 		}
+		// The random runs are mutex runs on the in-memory counter: a
+		// fault on the database's links has nothing to act on there.
 		var names []string
 		for _, f := range faults.Registry {
-			if f.Available(cl) == nil {
+			if f.Available(cl) == nil && !f.NeedsDatabase {
 				names = append(names, f.Name)
 			}
 		}

@@ -4,7 +4,10 @@
 Run by the harness as `--lock exec --worker-cmd '/usr/bin/python3
 examples/workers/redis_py_lock.py'`; docs/worker-protocol.md is the protocol.
 Nothing of the lock is reimplemented: acquire, release and extend are the
-library's own calls.
+library's own calls. With psycopg2 installed (Debian's python3-psycopg2) it
+also writes to the run's PostgreSQL itself when the hello names one
+(--resource postgres): the inventory's plain decrement (redis-py's Lock
+hands out no fencing token) or the jobs workload's done rows.
 """
 import json
 import ssl
@@ -13,6 +16,11 @@ import sys
 import redis
 from redis.exceptions import AuthenticationError, LockError, LockNotOwnedError, NoPermissionError, ResponseError
 
+try:
+    import psycopg2
+except ImportError:
+    psycopg2 = None
+
 
 def send(**msg):
     sys.stdout.write(json.dumps(msg) + "\n")
@@ -20,7 +28,8 @@ def send(**msg):
 
 
 hello = json.loads(sys.stdin.readline())
-send(kind="ready", protocol=1, name="redis-py-lock", version=redis.__version__, extend=True, topologies=["single"])
+send(kind="ready", protocol=1, name="redis-py-lock", version=redis.__version__, extend=True, topologies=["single"],
+     writes=["postgres"] if psycopg2 else [])
 if hello.get("probe") or hello.get("protocol") != 1:
     sys.exit(0)  # a probe wants only the ready line; a mismatch the harness refuses
 
@@ -34,6 +43,46 @@ if hello.get("tls"):
 client = redis.Redis(**conn)
 held = {}  # key -> (token, redis.lock.Lock)
 
+database = hello.get("database")
+if database and database.get("fencing", "none") != "none":
+    send(kind="fatal", error="this worker writes with fencing none only, not %r" % database["fencing"])
+    sys.exit(1)
+db = None  # the connection to the run's PostgreSQL, through this client's own link
+
+
+def db_run(statement):
+    """Runs statement(cursor) in one transaction that names this client for
+    the ledger's trigger; a failure drops the connection."""
+    global db
+    try:
+        if db is None:
+            db = psycopg2.connect(database["dsn"], connect_timeout=max(1, database["timeout_ms"] // 1000))
+        with db, db.cursor() as cur:
+            cur.execute("SET LOCAL statement_timeout = %s", (database["timeout_ms"],))
+            cur.execute("SELECT set_config('lockharness.client', %s, true), set_config('lockharness.token', %s, true)",
+                        (str(hello["client"]), token or ""))
+            return statement(cur)
+    except Exception:
+        if db is not None:
+            db.close()
+        db = None
+        raise
+
+
+def next_job(cur):
+    cur.execute("SELECT coalesce(min(j.id), 0) FROM jobs j WHERE j.lock_key = %s"
+                " AND NOT EXISTS (SELECT 1 FROM done d WHERE d.job = j.id)", (key,))
+    return cur.fetchone()[0]
+
+
+def protected_write(cur):
+    if database["workload"] == "jobs":
+        conflict = " ON CONFLICT (job) DO NOTHING" if database.get("idempotent") else ""
+        cur.execute("INSERT INTO done (job, client, token) VALUES (%s, %s, %s)" + conflict, (req["value"], hello["client"], token))
+        return cur.rowcount
+    cur.execute("UPDATE inventory SET quantity = quantity - 1 WHERE sku = %s RETURNING quantity", (database["sku"],))
+    return cur.fetchone()[0]
+
 for line in sys.stdin:
     req = json.loads(line)
     op, key, token = req["op"], req["key"], req.get("token")
@@ -46,6 +95,8 @@ for line in sys.stdin:
                 reply["valid_ms"] = req["ttl_ms"]
             else:
                 reply.update(type="fail", reason="busy")
+        elif op == "read" and database:
+            reply["value"] = db_run(next_job)
         elif op in ("release", "extend", "write"):
             mine, lock = held.get(key, (None, None))
             if mine != token:
@@ -56,6 +107,8 @@ for line in sys.stdin:
             elif op == "extend":
                 lock.extend(req["ttl_ms"] / 1000, replace_ttl=True)
                 reply["valid_ms"] = req["ttl_ms"]
+            elif database:  # the protected write, to the database itself
+                reply["value"] = db_run(protected_write)
             else:  # the protected write: the value this client stores under its lease
                 reply.update(value=req.get("value", 0) + 1, token=token)
         else:
