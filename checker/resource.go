@@ -86,11 +86,15 @@ func (c *checker) auditStaleWrites(accepted []*history.Op) {
 		// lock's own order, however the grants' times overlap.
 		lowerFence := seen && g.Fence > 0 && n.grant.Fence > g.Fence
 		if seen && (n.grant.InvT > g.DoneT || lowerFence) {
-			narrative := fmt.Sprintf("%s %s acquired %s; %s %s acquired %s, asking at %s, after the first grant; "+
+			order := "after the first grant"
+			if n.grant.InvT <= g.DoneT {
+				order = "with the higher fence"
+			}
+			narrative := fmt.Sprintf("%s %s acquired %s; %s %s acquired %s, asking at %s, %s; "+
 				"%s the resource accepted the second holder's write (stored %s)%s; "+
 				"%s the resource accepted the first holder's write (stored %s)%s after the newer holder's",
 				history.Secs(g.DoneT), who(g), grantee(g),
-				history.Secs(n.grant.DoneT), who(n.grant), grantee(n.grant), history.Secs(n.grant.InvT),
+				history.Secs(n.grant.DoneT), who(n.grant), grantee(n.grant), history.Secs(n.grant.InvT), order,
 				history.Secs(n.write.DoneT), value(n.write.Stored), c.where(n.write),
 				history.Secs(w.DoneT), value(w.Stored), c.where(w))
 			c.report(StaleWrite, w.Key, positions(g, n.grant, n.write, w), narrative)
