@@ -139,19 +139,27 @@ func TestHistoryDocExampleChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
+	// Each example block of event lines is a history of its own.
+	var examples [][]string
+	inBlock := false
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(l, `{"index"`) {
-			lines = append(lines, l)
+			if !inBlock {
+				examples = append(examples, nil)
+			}
+			examples[len(examples)-1] = append(examples[len(examples)-1], l)
 		}
+		inBlock = strings.HasPrefix(l, `{"index"`)
 	}
-	if len(lines) < 4 {
-		t.Fatalf("docs/history.md has %d example lines", len(lines))
+	if len(examples) == 0 || len(examples[0]) < 4 {
+		t.Fatalf("docs/history.md has no example of 4 lines or more: %v", examples)
 	}
-	path := filepath.Join(t.TempDir(), "history.jsonl")
-	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"check", path}, &stdout, &stderr); code == exitHarness || code == exitUsage {
-		t.Errorf("the example is refused: exit %d: %s", code, stderr.String())
+	for i, lines := range examples {
+		path := filepath.Join(t.TempDir(), "history.jsonl")
+		os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"check", path}, &stdout, &stderr); code == exitHarness || code == exitUsage {
+			t.Errorf("example %d is refused: exit %d: %s", i+1, code, stderr.String())
+		}
 	}
 }
