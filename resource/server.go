@@ -62,6 +62,7 @@ type Server struct {
 	// home holds the data directory; scratch is set when it is a
 	// temporary directory, removed on Close.
 	home, scratch string
+	bin           string
 	cmd           *exec.Cmd
 	done          chan struct{}
 }
@@ -138,7 +139,7 @@ func StartPostgres(ctx context.Context, dir string) (*Server, error) {
 		return nil, fmt.Errorf("postgres: start: %w", err)
 	}
 	started = true
-	p := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, home: home, scratch: scratch, cmd: cmd, done: make(chan struct{})}
+	p := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, home: home, scratch: scratch, bin: bin, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		cmd.Wait()
 		proc.Forget(cmd)
@@ -206,6 +207,21 @@ func (p *Server) waitReady(ctx context.Context, within time.Duration) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// Version is the server's own account of itself (SHOW server_version) and
+// the directory it ran from.
+func (p *Server) Version(ctx context.Context) string {
+	conn, err := pgx.Connect(ctx, DSN(p.Addr))
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	defer conn.Close(ctx)
+	var v string
+	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
+		return "unknown: " + err.Error()
+	}
+	return "PostgreSQL " + v + " (" + p.bin + ")"
 }
 
 // LogPath is the server's log file.

@@ -230,6 +230,12 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 		}()
 	}
 	prov.Servers = r.cl.ServerVersions(ctx)
+	if r.db != nil {
+		if prov.Servers == nil {
+			prov.Servers = map[string]string{}
+		}
+		prov.Servers["postgres"] = r.db.srv.Version(ctx)
+	}
 	logf("%d clients running %s against %s for %v, nemesis %s", spec.Clients, spec.Lock, spec.Key, spec.TimeLimit, spec.Nemesis)
 
 	watchCtx, stopWatch := context.WithCancel(context.Background())

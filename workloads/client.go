@@ -119,7 +119,14 @@ func (c *Client) start() error {
 	}
 	line, _ := json.Marshal(c.env.hello(c.Slot))
 	if _, err := stdin.Write(append(line, '\n')); err != nil {
-		return fail("it took no hello: %v", err)
+		// A program that exits at once (not found, a crash) closes its
+		// stdin before the hello gets there: say that, not the pipe.
+		select {
+		case <-w.exited:
+			return fail("it exited before its ready line (its stderr says why)")
+		case <-time.After(time.Second):
+			return fail("it took no hello: %v", err)
+		}
 	}
 	select {
 	case r := <-ready:
