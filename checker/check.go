@@ -63,7 +63,9 @@ type checker struct {
 	unseen map[tokenKey]bool
 	// rowOf is the database row of each write it accepted (Options.Tables).
 	rowOf map[*history.Op]databaseRow
-	opts  Options
+	// resourceUnjudged: a database's writes without its rows.
+	resourceUnjudged bool
+	opts             Options
 
 	res              Result
 	found            []found
@@ -214,6 +216,9 @@ func (c *checker) result() Result {
 				r.Valid = Unknown
 			}
 		}
+	}
+	if c.resourceUnjudged && r.Valid == Valid {
+		r.Valid = Unknown
 	}
 	for _, n := range r.Anomalies {
 		if n > 0 {

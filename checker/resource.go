@@ -25,6 +25,11 @@ func (c *checker) auditResource() {
 		}
 		// An info write never reached the resource: nothing to audit.
 	}
+	if c.opts.Tables == nil && c.opts.Database && len(accepted) > 0 {
+		c.resourceUnjudged = true
+		c.note("the writes went to a database whose final rows are missing (resource.json): the resource was not audited")
+		return
+	}
 	if c.opts.Tables != nil {
 		accepted = c.acceptedByDatabase()
 		c.auditStaleWrites(accepted)
@@ -75,21 +80,26 @@ func (c *checker) auditExpiredWrites(accepted []*history.Op) {
 // the older holder's lease was over by the time the newer holder wrote.
 func (c *checker) auditStaleWrites(accepted []*history.Op) {
 	type newest struct{ grant, write *history.Op }
+	// latest is each key's accepted write whose acquire began last;
+	// fenced the one with the highest fence.
 	latest := make(map[string]newest)
+	fenced := make(map[string]newest)
 	for _, w := range accepted {
 		g := c.grantOf(w)
 		if g == nil {
 			continue
 		}
 		n, seen := latest[w.Key]
+		stale := seen && n.grant.InvT > g.DoneT
+		order := "after the first grant"
 		// A lower fence accepted after a higher one is stale by the
-		// lock's own order, however the grants' times overlap.
-		lowerFence := seen && g.Fence > 0 && n.grant.Fence > g.Fence
-		if seen && (n.grant.InvT > g.DoneT || lowerFence) {
-			order := "after the first grant"
-			if n.grant.InvT <= g.DoneT {
-				order = "with the higher fence"
-			}
+		// lock's own order, however the grants' times overlap; unless
+		// this grant began after the higher one was over, which a fence
+		// counter that started again (a node restarted empty) does.
+		if f, ok := fenced[w.Key]; !stale && ok && g.Fence > 0 && f.grant.Fence > g.Fence && g.InvT <= f.grant.DoneT {
+			stale, n, order = true, f, "with the higher fence"
+		}
+		if stale {
 			narrative := fmt.Sprintf("%s %s acquired %s; %s %s acquired %s, asking at %s, %s; "+
 				"%s the resource accepted the second holder's write (stored %s)%s; "+
 				"%s the resource accepted the first holder's write (stored %s)%s after the newer holder's",
@@ -99,8 +109,11 @@ func (c *checker) auditStaleWrites(accepted []*history.Op) {
 				history.Secs(w.DoneT), value(w.Stored), c.where(w))
 			c.report(StaleWrite, w.Key, positions(g, n.grant, n.write, w), narrative)
 		}
-		if !seen || g.InvT > n.grant.InvT {
+		if !seen || g.InvT > latest[w.Key].grant.InvT {
 			latest[w.Key] = newest{g, w}
+		}
+		if f, ok := fenced[w.Key]; g.Fence > 0 && (!ok || g.Fence > f.grant.Fence) {
+			fenced[w.Key] = newest{g, w}
 		}
 	}
 }

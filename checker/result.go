@@ -97,6 +97,10 @@ type Options struct {
 	// counter): the resource audits then judge the database's own record
 	// of what it accepted, in its order.
 	Tables *history.Tables
+	// Database says the writes went to a real database. Without its
+	// Tables the writes are not audited and the verdict is at best
+	// unknown: the answers alone do not say what the database kept.
+	Database bool
 	// Timeout bounds the check, counted from the call to Check (0:
 	// DefaultTimeout): porcupine stops when it runs out, and the verdict
 	// is then unknown unless an audit found an anomaly. Never valid.

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/resource"
 )
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
@@ -73,7 +75,12 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		fmt.Fprintf(stderr, "harness %s: %s: %v\n", name, dir, err)
 		return exitHarness
 	}
-	res, err := reports.Conclude(events, meta, checker.Options{Slack: slack, Timeout: *timeout, Tables: tables})
+	var spec struct {
+		Resource string `json:"resource"`
+	}
+	json.Unmarshal(meta.Spec, &spec)
+	res, err := reports.Conclude(events, meta, checker.Options{Slack: slack, Timeout: *timeout, Tables: tables,
+		Database: spec.Resource == resource.Postgres})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness %s: %s: %v\n", name, histPath, err)
 		return exitHarness

@@ -132,6 +132,16 @@ func TestParseStatement(t *testing.T) {
 	if want := "UPDATE inventory SET lock_token = $1 WHERE sku = $2 AND lock_token < $1 AND note <> ':token' AND x = 1::int"; st.SQL != want || strings.Join(st.Params, ",") != "fence,sku" {
 		t.Fatalf("got %q %v", st.SQL, st.Params)
 	}
+	for text, want := range map[string]string{
+		"UPDATE t SET a = :fence -- don't use :token here\nWHERE k = :sku":                     "UPDATE t SET a = $1 -- don't use :token here\nWHERE k = $2",
+		"UPDATE t SET note = E'it\\'s :token; ok', b = $$ :client; $$ WHERE a[1:2] = :client;": "UPDATE t SET note = E'it\\'s :token; ok', b = $$ :client; $$ WHERE a[1:2] = $1",
+		"UPDATE t /* :fence; */ SET a = :fence":                                                "UPDATE t /* :fence; */ SET a = $1",
+	} {
+		st, err := ParseStatement(text)
+		if err != nil || st.SQL != want {
+			t.Errorf("ParseStatement(%q) = %q, %v; want %q", text, st.SQL, err, want)
+		}
+	}
 	for _, bad := range []string{"", "UPDATE t SET a = :nope", "UPDATE a SET b = 1; DELETE FROM a"} {
 		if _, err := ParseStatement(bad); err == nil {
 			t.Errorf("%q accepted", bad)

@@ -86,8 +86,9 @@ type Statement struct {
 }
 
 // ParseStatement turns :name parameters into $n. A name it does not know
-// is an error naming the valid ones; a cast (::int) is left alone, and so
-// is anything inside quotes.
+// is an error naming the valid ones; a cast (::int), an array slice
+// (a[1:2]) and anything inside quotes, dollar quotes or comments is left
+// alone. One statement only: a trailing semicolon is dropped.
 func ParseStatement(text string) (Statement, error) {
 	st := Statement{Text: text}
 	if strings.TrimSpace(text) == "" {
@@ -95,22 +96,54 @@ func ParseStatement(text string) (Statement, error) {
 	}
 	var out strings.Builder
 	index := map[string]int{}
-	quote := rune(0)
 	rs := []rune(text)
+	// closer is what ends the literal or comment the scanner is in ("" when
+	// in neither); escapes is set inside an E'...' string.
+	closer, escapes := "", false
+	at := func(i int, s string) bool { return strings.HasPrefix(string(rs[i:]), s) }
 	for i := 0; i < len(rs); i++ {
 		r := rs[i]
 		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
+		case closer != "":
+			if escapes && r == '\\' && i+1 < len(rs) {
+				out.WriteRune(r)
+				i++
+				r = rs[i]
+			} else if at(i, closer) {
+				out.WriteString(closer)
+				i += len([]rune(closer)) - 1
+				closer, escapes = "", false
+				continue
 			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == ':' && i+1 < len(rs) && rs[i+1] == ':':
+		case r == '\'':
+			closer, escapes = "'", i > 0 && (rs[i-1] == 'E' || rs[i-1] == 'e') && (i < 2 || !isIdent(rs[i-2]))
+		case r == '"':
+			closer = `"`
+		case at(i, "--"):
+			closer = "\n"
+		case at(i, "/*"):
+			out.WriteString("/*")
+			i++
+			closer = "*/"
+			continue
+		case r == '$':
+			if tag := dollarTag(rs[i:]); tag != "" {
+				out.WriteString(tag)
+				i += len([]rune(tag)) - 1
+				closer = tag
+				continue
+			}
+		case r == ';':
+			if strings.TrimSpace(string(rs[i+1:])) != "" {
+				return st, fmt.Errorf("the statement holds more than one statement; give one")
+			}
+			i = len(rs)
+			continue
+		case at(i, "::"):
 			out.WriteString("::")
 			i++
 			continue
-		case r == ':' && i+1 < len(rs) && isIdent(rs[i+1]):
+		case r == ':' && i+1 < len(rs) && isIdentStart(rs[i+1]):
 			j := i + 1
 			for j < len(rs) && isIdent(rs[j]) {
 				j++
@@ -131,12 +164,25 @@ func ParseStatement(text string) (Statement, error) {
 		}
 		out.WriteRune(r)
 	}
-	st.SQL = strings.TrimRight(strings.TrimSpace(out.String()), ";")
-	if strings.Contains(st.SQL, ";") {
-		return st, fmt.Errorf("the statement holds more than one statement; give one")
-	}
+	st.SQL = strings.TrimSpace(out.String())
 	return st, nil
 }
+
+// dollarTag is the $tag$ that opens a dollar-quoted string at the start of
+// rs, or "".
+func dollarTag(rs []rune) string {
+	for j := 1; j < len(rs); j++ {
+		switch {
+		case rs[j] == '$':
+			return string(rs[:j+1])
+		case !isIdent(rs[j]) || j == 1 && !isIdentStart(rs[j]):
+			return ""
+		}
+	}
+	return ""
+}
+
+func isIdentStart(r rune) bool { return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
 
 func isIdent(r rune) bool {
 	return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'

@@ -101,16 +101,21 @@ func StartPostgres(ctx context.Context, dir string) (*Server, error) {
 			}
 			home = scratch
 		}
+	}
+	started := false
+	defer func() {
+		if !started {
+			os.RemoveAll(filepath.Join(home, "data"))
+			if scratch != "" {
+				os.RemoveAll(scratch)
+			}
+		}
+	}()
+	if cred != nil {
 		if err := os.Chown(home, int(cred.Uid), int(cred.Gid)); err != nil {
 			return nil, fmt.Errorf("postgres: give %s to the postgres user: %w", home, err)
 		}
 	}
-	started := false
-	defer func() {
-		if !started && scratch != "" {
-			os.RemoveAll(scratch)
-		}
-	}()
 	data := filepath.Join(home, "data")
 	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", PostgresUser, "-E", "UTF8", "--no-sync", "--no-instructions")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
@@ -237,15 +242,14 @@ func DSN(addr string) string {
 func (p *Server) Close() error {
 	select {
 	case <-p.done:
-		return nil
 	default:
-	}
-	p.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		proc.Kill(p.cmd)
-		<-p.done
+		p.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			proc.Kill(p.cmd)
+			<-p.done
+		}
 	}
 	// Backends left behind by a killed postmaster exit on their own once
 	// they see it gone; the group kill takes any that have not.

@@ -217,3 +217,24 @@ func pidWithArgs(a, b string) int {
 	}
 	return 0
 }
+
+// With --auth the ACL user may touch every job key.
+func TestJobsWithAuth(t *testing.T) {
+	needPostgres(t)
+	s := spec("fenced", "none", 4*time.Second, 1)
+	s.Workload, s.Keys, s.Auth = WorkloadJobs, 3, true
+	r := run(t, s)
+	wantValid(t, r)
+	if r.Checker.Database == nil || r.Checker.Database.Processed < 5 {
+		t.Errorf("jobs with --auth processed %+v", r.Checker.Database)
+	}
+}
+
+// The closing liveness check takes every job key: one left without an
+// expiry by a crash between SETNX and EXPIRE is a stuck lock.
+func TestJobsStuckKey(t *testing.T) {
+	needPostgres(t)
+	s := spec("naive", "kill-client", 6*time.Second, 1)
+	s.Workload, s.Keys = WorkloadJobs, 3
+	wantAnomaly(t, run(t, s), checker.StuckLock)
+}

@@ -161,10 +161,25 @@ func schemaOf(s Spec) resource.Schema {
 	return resource.Schema{Workload: s.Workload, Keys: jobKeys(s), Idempotent: s.Idempotent}
 }
 
+// lockKeyPatterns are the keys a run's clients may touch, for the ACL of
+// --auth: the lock's key, and with jobs every job key.
+func lockKeyPatterns(s Spec) []string {
+	patterns := locks.KeyPatterns(s.Key)
+	if s.Workload == WorkloadJobs && s.Keys >= 0 {
+		if s.Keys == 0 {
+			s.Keys = DefaultJobKeys
+		}
+		for _, k := range jobKeys(s) {
+			patterns = append(patterns, locks.KeyPatterns(k)...)
+		}
+	}
+	return patterns
+}
+
 // jobKeys are the lock keys of the jobs workload: one per key, each with
 // its own queue of jobs.
 func jobKeys(s Spec) []string {
-	if s.Workload != WorkloadJobs {
+	if s.Workload != WorkloadJobs || s.Keys <= 0 {
 		return nil
 	}
 	keys := make([]string, s.Keys)

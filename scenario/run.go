@@ -112,7 +112,8 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 			return out, err
 		}
 	}
-	results, err := reports.Conclude(events, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout, Tables: tables})
+	results, err := reports.Conclude(events, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout, Tables: tables,
+		Database: spec.Resource == resource.Postgres})
 	if err != nil {
 		return out, fmt.Errorf("checking the history: %w", err)
 	}

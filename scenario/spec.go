@@ -200,7 +200,7 @@ func (s Spec) Resolve() (Plan, error) {
 		s.Key = TargetKeyPrefix + s.Key
 	}
 	cl, err := cluster.New(cluster.Spec{Topology: s.Topology, Target: s.Target, Backend: s.Backend, Image: s.Image, Persistence: s.Persistence,
-		Nodes: s.Nodes, Clock: nemesis.NeedsClock(), Auth: s.Auth, TLS: s.TLS, LockKeys: locks.KeyPatterns(s.Key)})
+		Nodes: s.Nodes, Clock: nemesis.NeedsClock(), Auth: s.Auth, TLS: s.TLS, LockKeys: lockKeyPatterns(s)})
 	errs = append(errs, err)
 	lockName := s.Lock
 	switch {

@@ -426,18 +426,35 @@ func (m *Mutex) notify(waiters *[]chan int, slot int) {
 }
 
 // FinalAcquire is the closing liveness check: a fresh client in slot
-// Clients (with links of its own) tries to take the lock until within; on
-// success it releases it. It reports whether the lock was taken.
+// Clients (with links of its own) tries to take the lock, every key of it
+// (jobs), until within for each; each one taken it releases. It reports
+// whether every key was taken.
 func (m *Mutex) FinalAcquire(within time.Duration) (bool, error) {
 	c := &Client{Slot: m.cfg.Clients, final: true, env: m.env}
 	if err := c.start(); err != nil {
 		return false, err
 	}
 	defer c.stop()
-	key, ttl := m.cfg.Key, m.cfg.TTL
+	keys := m.cfg.Keys
+	if len(keys) == 0 {
+		keys = []string{m.cfg.Key}
+	}
+	all := true
+	for i, key := range keys {
+		ok, err := m.finalAcquire(c, key, fmt.Sprintf("final-%d", i), within)
+		if err != nil {
+			return false, err
+		}
+		all = all && ok
+	}
+	return all, nil
+}
+
+func (m *Mutex) finalAcquire(c *Client, key, prefix string, within time.Duration) (bool, error) {
+	ttl := m.cfg.TTL
 	deadline := time.Now().Add(within)
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
-		token := fmt.Sprintf("final-%d", attempt)
+		token := fmt.Sprintf("%s-%d", prefix, attempt)
 		r := c.Do(Request{Op: history.Acquire, Key: key, Token: token, TTLMs: ttl.Milliseconds()},
 			history.Event{F: history.Acquire, Key: key, Token: token, TTLMs: ttl.Milliseconds()})
 		switch r.Type {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -116,6 +117,12 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 func newDatabaseWriter(d *Database) (*resource.Writer, error) {
 	if d.Kind != resource.Postgres {
 		return nil, fmt.Errorf("this worker writes to %s only, not %q", resource.Postgres, d.Kind)
+	}
+	if d.Workload != resource.Inventory && d.Workload != resource.Jobs {
+		return nil, fmt.Errorf("the hello's database workload %q is neither %s nor %s", d.Workload, resource.Inventory, resource.Jobs)
+	}
+	if d.Fencing != "" && d.Fencing != resource.FenceSQL && !slices.Contains(resource.Fencings, d.Fencing) {
+		return nil, fmt.Errorf("the hello's fencing %q is not one of %s or %s", d.Fencing, strings.Join(resource.Fencings, ", "), resource.FenceSQL)
 	}
 	cfg := resource.WriterConfig{DSN: d.DSN, Workload: d.Workload, Fencing: d.Fencing, Idempotent: d.Idempotent,
 		Timeout: time.Duration(d.TimeoutMs) * time.Millisecond}
