@@ -86,7 +86,7 @@ func (c *checker) acceptedByDatabase() []*history.Op {
 		}
 		// An idempotent insert that found its job done answers ok with
 		// no row inserted: absorbed, not missing.
-		if t.Workload == "jobs" && w.Stored != nil && *w.Stored == 0 {
+		if t.Workload == history.WorkloadJobs && w.Stored != nil && *w.Stored == 0 {
 			db.Absorbed++
 		} else if _, ok := c.rowOf[w]; !ok {
 			missing++
@@ -106,7 +106,7 @@ func (c *checker) acceptedByDatabase() []*history.Op {
 func (c *checker) auditTables(db *Database) {
 	t := c.opts.Tables
 	switch t.Workload {
-	case "inventory":
+	case history.WorkloadInventory:
 		db.Initial, db.Inventory, db.Ledger = t.Initial, t.Inventory, len(t.Ledger)
 		var final int64
 		for _, r := range t.Inventory {
@@ -127,7 +127,7 @@ func (c *checker) auditTables(db *Database) {
 			c.list(LostUpdate, "", nil, fmt.Sprintf("the ledger holds %s but only %d units were sold (%d to %d); %s did not start from the quantity the one before left",
 				count(int64(db.Ledger), "accepted write"), db.Sold, t.Initial, final, count(int64(broken), "write")))
 		}
-	case "jobs":
+	case history.WorkloadJobs:
 		db.Jobs, db.DoneRows = t.Jobs, len(t.Done)
 		times := map[int64]int{}
 		for _, d := range t.Done {
@@ -152,7 +152,7 @@ func (c *checker) where(w *history.Op) string {
 		return ""
 	}
 	table := "ledger"
-	if c.opts.Tables.Workload == "jobs" {
+	if c.opts.Tables.Workload == history.WorkloadJobs {
 		table = "done"
 	}
 	return fmt.Sprintf(" (%s row %d, database time %s)", table, r.seq, r.at)

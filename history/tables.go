@@ -14,6 +14,12 @@ import (
 // final rows, so that check and report judge a run from its directory alone.
 const TablesFile = "resource.json"
 
+// Workloads that write to a database, as Tables.Workload names them.
+const (
+	WorkloadInventory = "inventory"
+	WorkloadJobs      = "jobs"
+)
+
 // Tables are the protected database's own rows, read once the clients
 // stopped: what the resource audits judge instead of the harness's memory.
 type Tables struct {

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
 )
 
 // Summary prints the one-screen console summary of a run.
@@ -79,13 +80,13 @@ func countsLine(counts map[string]int, empty string) string {
 // DatabaseLines say what a real resource's final rows hold, a line each.
 func DatabaseLines(db *checker.Database) []string {
 	switch db.Workload {
-	case "inventory":
+	case history.WorkloadInventory:
 		lines := []string{fmt.Sprintf("%s inventory, fencing %s: %d units sold of %d, %d writes in the ledger", db.Resource, db.Fencing, db.Sold, db.Initial, db.Ledger)}
 		for _, r := range db.Inventory {
 			lines = append(lines, fmt.Sprintf("final row: sku %s quantity %d lock_token %d", r.SKU, r.Quantity, r.LockToken))
 		}
 		return lines
-	case "jobs":
+	case history.WorkloadJobs:
 		line := fmt.Sprintf("%s jobs: %d of %d jobs processed, %d done rows; duplicate work %d jobs (%.1f per 1,000 processed)",
 			db.Resource, db.Processed, db.Jobs, db.DoneRows, db.Duplicated, db.DuplicatePer1000)
 		if db.Absorbed > 0 {

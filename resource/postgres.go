@@ -157,6 +157,8 @@ type WriterConfig struct {
 	// DSN reaches the server through the client's own link.
 	DSN      string
 	Workload string
+	// SKU is the inventory row the client sells from (default SKU).
+	SKU string
 	// Fencing is one of Fencings, or FenceSQL with Statement.
 	Fencing    string
 	Statement  Statement
@@ -175,7 +177,12 @@ type Writer struct {
 }
 
 // NewWriter makes a writer; it connects on first use.
-func NewWriter(cfg WriterConfig) *Writer { return &Writer{cfg: cfg} }
+func NewWriter(cfg WriterConfig) *Writer {
+	if cfg.SKU == "" {
+		cfg.SKU = SKU
+	}
+	return &Writer{cfg: cfg}
+}
 
 // Write is what a client writes: who it is and what it holds.
 type Write struct {
@@ -282,6 +289,7 @@ func (w *Writer) Write(a Write) (Outcome, error) {
 		})
 	}
 	const decrement = "UPDATE inventory SET quantity = quantity - 1, lock_token = $2 WHERE sku = $1"
+	sku := w.cfg.SKU
 	return w.run(a, func(ctx context.Context, tx pgx.Tx) (Outcome, error) {
 		var left int64
 		update := func(sql string, args ...any) (Outcome, error) {
@@ -293,23 +301,23 @@ func (w *Writer) Write(a Write) (Outcome, error) {
 		}
 		switch w.cfg.Fencing {
 		case FenceWhere:
-			return update(decrement+" AND lock_token < $2", SKU, a.Fence)
+			return update(decrement+" AND lock_token < $2", sku, a.Fence)
 		case FenceCAS, FenceAppCheck:
 			var current int64
-			if err := tx.QueryRow(ctx, "SELECT lock_token FROM inventory WHERE sku = $1", SKU).Scan(&current); err != nil {
+			if err := tx.QueryRow(ctx, "SELECT lock_token FROM inventory WHERE sku = $1", sku).Scan(&current); err != nil {
 				return Outcome{}, err
 			}
 			if w.cfg.Fencing == FenceCAS {
-				return update(decrement+" AND lock_token = $3", SKU, a.Fence, current)
+				return update(decrement+" AND lock_token = $3", sku, a.Fence, current)
 			}
 			if current >= a.Fence {
 				return Outcome{Refused: true, Why: fmt.Sprintf("the client read lock_token %d, not below its fence %d, and did not write", current, a.Fence)}, nil
 			}
-			return update(decrement, SKU, a.Fence)
+			return update(decrement, sku, a.Fence)
 		case FenceSQL:
 			args := make([]any, len(w.cfg.Statement.Params))
 			for i, p := range w.cfg.Statement.Params {
-				args[i] = map[string]any{"sku": SKU, "fence": a.Fence, "token": a.Token, "client": a.Client}[p]
+				args[i] = map[string]any{"sku": sku, "fence": a.Fence, "token": a.Token, "client": a.Client}[p]
 			}
 			tag, err := tx.Exec(ctx, w.cfg.Statement.SQL, args...)
 			if err != nil {
@@ -318,9 +326,9 @@ func (w *Writer) Write(a Write) (Outcome, error) {
 			if tag.RowsAffected() == 0 {
 				return Outcome{Refused: true, Why: "the statement updated no row"}, nil
 			}
-			err = tx.QueryRow(ctx, "SELECT quantity FROM inventory WHERE sku = $1", SKU).Scan(&left)
+			err = tx.QueryRow(ctx, "SELECT quantity FROM inventory WHERE sku = $1", sku).Scan(&left)
 			return Outcome{Stored: left}, err
 		}
-		return update(decrement, SKU, a.Fence)
+		return update(decrement, sku, a.Fence)
 	})
 }

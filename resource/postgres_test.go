@@ -72,6 +72,12 @@ func TestInventoryFencing(t *testing.T) {
 			t.Fatalf("step %d (%s, fence %d): %+v, want refused %v", i, s.fencing, s.fence, o, s.refused)
 		}
 	}
+	// The writer sells from the SKU it is given: there is no row "xyz".
+	other := NewWriter(WriterConfig{DSN: DSN(srv.Addr), Workload: Inventory, SKU: "xyz", Timeout: 5e9})
+	defer other.Close()
+	if o, err := other.Write(Write{Client: 2, Token: "u", Fence: 9}); err != nil || !o.Refused {
+		t.Fatalf("a write to a SKU with no row: %+v %v, want refused", o, err)
+	}
 	tables, err := Final(ctx, srv.Addr, Schema{Workload: Inventory}, FenceWhere)
 	if err != nil {
 		t.Fatal(err)

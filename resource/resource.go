@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lockharness/lockharness/history"
 )
 
 // Resources a run can protect.
@@ -24,8 +26,8 @@ var Names = []string{Memory, Postgres}
 
 // Workloads on a database.
 const (
-	Inventory = "inventory"
-	Jobs      = "jobs"
+	Inventory = history.WorkloadInventory
+	Jobs      = history.WorkloadJobs
 )
 
 // How an inventory write is fenced.

@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,9 +64,6 @@ func resolveResource(s *Spec, p Plan) (*resource.Statement, []error) {
 	}
 	if s.WriteSQL != "" && s.Fencing != resource.FenceNone {
 		errs = append(errs, fmt.Errorf("give --fencing %s or --write-sql %s, not both: the statement is the fencing", s.Fencing, s.WriteSQL))
-	}
-	if s.Workload == WorkloadJobs && s.Keys == 0 {
-		s.Keys = DefaultJobKeys
 	}
 	if s.Keys < 0 || s.Keys > 0 && s.Workload != WorkloadJobs {
 		errs = append(errs, fmt.Errorf("--keys %d: only the jobs workload takes a number of keys, at least 1", s.Keys))
@@ -165,13 +161,8 @@ func schemaOf(s Spec) resource.Schema {
 // --auth: the lock's key, and with jobs every job key.
 func lockKeyPatterns(s Spec) []string {
 	patterns := locks.KeyPatterns(s.Key)
-	if s.Workload == WorkloadJobs && s.Keys >= 0 {
-		if s.Keys == 0 {
-			s.Keys = DefaultJobKeys
-		}
-		for _, k := range jobKeys(s) {
-			patterns = append(patterns, locks.KeyPatterns(k)...)
-		}
+	for _, k := range jobKeys(s) {
+		patterns = append(patterns, locks.KeyPatterns(k)...)
 	}
 	return patterns
 }
@@ -247,15 +238,12 @@ func (db *database) close() {
 	}
 }
 
-// errNoDatabase is a fault that needs a database in a run without one.
-var errNoDatabase = errors.New("needs a database")
-
 func databaseFaults(s Spec, names []string) error {
 	if len(names) == 0 || s.Resource == resource.Postgres {
 		return nil
 	}
-	return fmt.Errorf("nemesis %s %w: it acts on the clients' links to one (add --resource %s with --workload %s or %s)",
-		strings.Join(names, ", "), errNoDatabase, resource.Postgres, WorkloadInventory, WorkloadJobs)
+	return fmt.Errorf("nemesis %s needs a database: it acts on the clients' links to one (add --resource %s with --workload %s or %s)",
+		strings.Join(names, ", "), resource.Postgres, WorkloadInventory, WorkloadJobs)
 }
 
 // fencingLocks are the built-in locks whose grants carry fencing tokens.

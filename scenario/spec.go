@@ -194,6 +194,10 @@ func (s Spec) Resolve() (Plan, error) {
 	var errs []error
 	p := Plan{}
 	nemesis, nemesisErr := faults.Parse(s.Nemesis)
+	if s.Workload == WorkloadJobs && s.Keys == 0 {
+		// Filled in first: the job keys are the ACL's keys too.
+		s.Keys = DefaultJobKeys
+	}
 	if s.Target != "" && !strings.HasPrefix(s.Key, TargetKeyPrefix) {
 		// On a deployment that is not the harness's, its keys stay under
 		// a prefix of their own.

@@ -98,9 +98,6 @@ func StartMutex(cfg MutexConfig) (*Mutex, error) {
 // Failed is closed when a client cannot go on; Stop returns why.
 func (m *Mutex) Failed() <-chan struct{} { return m.failed }
 
-// Resource is the protected counter.
-func (m *Mutex) Resource() *resource.Counter { return m.res }
-
 // Stop lets every client finish its cycle (a holder still writes and
 // releases), then ends the workers.
 func (m *Mutex) Stop() error {

@@ -124,7 +124,7 @@ func newDatabaseWriter(d *Database) (*resource.Writer, error) {
 	if d.Fencing != "" && d.Fencing != resource.FenceSQL && !slices.Contains(resource.Fencings, d.Fencing) {
 		return nil, fmt.Errorf("the hello's fencing %q is not one of %s or %s", d.Fencing, strings.Join(resource.Fencings, ", "), resource.FenceSQL)
 	}
-	cfg := resource.WriterConfig{DSN: d.DSN, Workload: d.Workload, Fencing: d.Fencing, Idempotent: d.Idempotent,
+	cfg := resource.WriterConfig{DSN: d.DSN, Workload: d.Workload, SKU: d.SKU, Fencing: d.Fencing, Idempotent: d.Idempotent,
 		Timeout: time.Duration(d.TimeoutMs) * time.Millisecond}
 	if d.Fencing == resource.FenceSQL {
 		st, err := resource.ParseStatement(d.SQL)
