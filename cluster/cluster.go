@@ -78,6 +78,9 @@ type Spec struct {
 	// Nodes is how many nodes the topology has, for topologies whose size
 	// can be chosen (redlock); 0 is the topology's own size.
 	Nodes int
+	// Shards and Replicas size a cluster topology: primaries, and replicas
+	// of each; 0 is the default.
+	Shards, Replicas int
 	// Auth runs every node and sentinel with passwords and ACLs: the
 	// default user has a password only the harness knows (its own checks,
 	// replication, the sentinels' monitoring), and lock clients log in as
@@ -118,6 +121,11 @@ type Cluster struct {
 	// sec is the started run's passwords and certificates (Auth, TLS);
 	// nil for a plain run.
 	sec *security
+	// bus are a cluster topology's bus routers, one per node, in order.
+	bus []*busRouter
+	// closers release what the topology made besides its nodes, after
+	// them.
+	closers []func()
 }
 
 // backend starts nodes somewhere: as local processes or as containers.
@@ -341,5 +349,9 @@ func (c *Cluster) Close() error {
 		errs = append(errs, c.backend.close())
 		c.backend = nil
 	}
+	for _, f := range c.closers {
+		f()
+	}
+	c.closers, c.bus = nil, nil
 	return errors.Join(errs...)
 }

@@ -176,16 +176,16 @@ func TestDockerSentinelSettles(t *testing.T) {
 		t.Fatalf("%d nodes and %d sentinels, want 3 and 3", len(c.Nodes), len(c.Sentinels))
 	}
 	ctx := context.Background()
-	p, err := c.Primary(ctx)
+	p, err := c.Primary(ctx, "")
 	if err != nil || p.Name() != "n1" {
 		t.Fatalf("primary %v, %v; want n1", p, err)
 	}
-	if err := c.Failover(ctx); err != nil {
+	if err := c.Failover(ctx, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if p, err := c.Primary(ctx); err == nil && p.Name() != "n1" {
+		if p, err := c.Primary(ctx, ""); err == nil && p.Name() != "n1" {
 			break
 		}
 		if time.Now().After(deadline) {

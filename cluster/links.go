@@ -16,6 +16,9 @@ type ClientAccess struct {
 	// Master and Sentinels: ask the sentinels for the primary named Master.
 	Master    string
 	Sentinels []string
+	// Cluster: Nodes are the seeds of a Redis Cluster (the addresses its
+	// nodes announce), to be reached through Dial.
+	Cluster bool
 	// Dial maps an address the servers announce (a node's internal link)
 	// to this client's own link for that node.
 	Dial map[string]string
@@ -67,14 +70,24 @@ func (c *Cluster) ClientLinks(slot int) []string {
 	return out
 }
 
-// InternalLink is the name of the link that a node's peers and monitors
-// reach it through, or an error for a topology whose nodes have none.
-func (c *Cluster) InternalLink(node string) (string, error) {
+// InternalLinks are the names of the links that a node's peers and
+// monitors reach it through, or an error for a topology whose nodes have
+// none: its client port (replication, monitoring) and, on a cluster, its
+// cluster bus both ways, with every peer.
+func (c *Cluster) InternalLinks(node string) ([]string, error) {
 	if err := c.Can(Replication); err != nil {
-		return "", err
+		return nil, err
 	}
 	if _, ok := c.internal[node]; !ok {
-		return "", fmt.Errorf("topology %s has no node %q", c.Topology, node)
+		return nil, fmt.Errorf("topology %s has no node %q", c.Topology, node)
 	}
-	return internalLinkName(node), nil
+	out := []string{internalLinkName(node)}
+	if len(c.bus) > 0 {
+		for _, peer := range c.planned.nodes {
+			if peer != node {
+				out = append(out, busLinkName(node, peer), busLinkName(peer, node))
+			}
+		}
+	}
+	return out, nil
 }

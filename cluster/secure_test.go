@@ -274,7 +274,7 @@ func checkSentinelFailover(t *testing.T, c *cluster.Cluster) {
 		t.Fatalf("client access %+v", tg)
 	}
 	lockRoundTrip(t, newClient(t, tg))
-	p, err := c.Primary(ctx)
+	p, err := c.Primary(ctx, "")
 	if err != nil || p.Name() != "n1" {
 		t.Fatalf("primary %v, %v; want n1", p, err)
 	}
@@ -289,12 +289,12 @@ func checkSentinelFailover(t *testing.T, c *cluster.Cluster) {
 	if err := sc.Failover(ctx, "lockharness").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
 		t.Errorf("client user asks a sentinel to fail over: %v; want NOPERM", err)
 	}
-	if err := c.Failover(ctx); err != nil {
+	if err := c.Failover(ctx, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if p, err = c.Primary(ctx); err == nil && p.Name() != "n1" {
+		if p, err = c.Primary(ctx, ""); err == nil && p.Name() != "n1" {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -39,7 +39,11 @@ var sentinel = topology{
 		}
 		return plan{nodes: []string{"n1", "n2", "n3"}, sentinels: []string{"s1", "s2", "s3"}}, nil
 	},
-	start: startSentinel,
+	start:    startSentinel,
+	primary:  sentinelPrimary,
+	settle:   sentinelSettle,
+	failover: sentinelFailover,
+	watch:    sentinelWatch,
 	access: func(c *Cluster, link func(string) string) ClientAccess {
 		a := ClientAccess{Master: masterName, Dial: map[string]string{}}
 		for _, s := range c.planned.sentinels {
@@ -215,16 +219,7 @@ func (c *Cluster) sentinelMaster(ctx context.Context, sentinelAddr string) (stri
 	return net.JoinHostPort(fmt.Sprint(hp[0]), fmt.Sprint(hp[1])), nil
 }
 
-// Primary is the node that takes writes now: for a topology with
-// failover, the node that a majority of the sentinels name as primary;
-// otherwise the first node.
-func (c *Cluster) Primary(ctx context.Context) (Node, error) {
-	if len(c.Nodes) == 0 {
-		return nil, fmt.Errorf("topology %s has not started", c.Topology)
-	}
-	if c.Can(Failover) != nil {
-		return c.Nodes[0], nil
-	}
+func sentinelPrimary(ctx context.Context, c *Cluster, _ string) (Node, error) {
 	votes := map[string]int{}
 	for _, s := range c.Sentinels {
 		if addr, err := c.sentinelMaster(ctx, s.Addr()); err == nil {
@@ -241,26 +236,25 @@ func (c *Cluster) Primary(ctx context.Context) (Node, error) {
 	return nil, fmt.Errorf("the sentinels do not agree on a primary: %v", votes)
 }
 
-// Failover asks a sentinel to fail over now (SENTINEL FAILOVER).
-func (c *Cluster) Failover(ctx context.Context) error {
-	if err := c.Can(Failover); err != nil {
-		return err
+// sentinelFailover asks a sentinel to fail over now (SENTINEL FAILOVER),
+// which has one mode.
+func sentinelFailover(ctx context.Context, c *Cluster, _, mode string) error {
+	if mode != "" && mode != FailoverPlain {
+		return fmt.Errorf("topology sentinel fails over in one way (SENTINEL FAILOVER), not %q", mode)
 	}
 	_, err := c.query(ctx, c.Sentinels[0].Addr(), "SENTINEL", "FAILOVER", masterName)
 	return err
 }
 
-// Settle waits until the sentinels agree on a primary that answers as one.
-// It does not wait for a demoted primary to rejoin as a replica: sentinels
-// notice a returning old primary only on their next INFO, up to 10 s later,
-// and clients follow the sentinels, not the old primary.
-func (c *Cluster) Settle(ctx context.Context, within time.Duration) error {
-	if c.Can(Failover) != nil {
-		return nil
-	}
+// sentinelSettle waits until the sentinels agree on a primary that
+// answers as one. It does not wait for a demoted primary to rejoin as a
+// replica: sentinels notice a returning old primary only on their next
+// INFO, up to 10 s later, and clients follow the sentinels, not the old
+// primary.
+func sentinelSettle(ctx context.Context, c *Cluster, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
-		p, err := c.Primary(ctx)
+		p, err := sentinelPrimary(ctx, c, "")
 		if err == nil {
 			var role any
 			if role, err = c.query(ctx, p.Addr(), "ROLE"); err == nil {
@@ -285,21 +279,9 @@ func (c *Cluster) NodeAt(addr string) string {
 	return addr
 }
 
-// RoleChange is a primary switch the topology announced: To replaced From.
-type RoleChange struct {
-	From, To string
-	// Raw is the announcement as the topology made it.
-	Raw string
-}
-
-// WatchPrimary delivers every primary switch as soon as the topology
-// announces it (for sentinel: the first sentinel's +switch-master), until
-// ctx ends; stop releases the subscriptions. A topology without failover
-// has none to announce.
-func (c *Cluster) WatchPrimary(ctx context.Context) (<-chan RoleChange, func(), error) {
-	if err := c.Can(Failover); err != nil {
-		return nil, nil, err
-	}
+// sentinelWatch reports the first sentinel's +switch-master for each
+// switch.
+func sentinelWatch(ctx context.Context, c *Cluster) (<-chan RoleChange, func(), error) {
 	msgs, stop, err := c.subscribeSentinels(ctx, "+switch-master")
 	if err != nil {
 		return nil, nil, err
@@ -309,7 +291,7 @@ func (c *Cluster) WatchPrimary(ctx context.Context) (<-chan RoleChange, func(), 
 		defer close(out)
 		for m := range msgs {
 			// "<master> <old-ip> <old-port> <new-ip> <new-port>"
-			ch := RoleChange{Raw: m}
+			ch := RoleChange{Raw: m, Event: "switch-master"}
 			if f := strings.Fields(m); len(f) == 5 {
 				ch.From, ch.To = c.NodeAt(f[1]+":"+f[2]), c.NodeAt(f[3]+":"+f[4])
 			}

@@ -34,22 +34,22 @@ func TestSentinelPromotesAReplicaWhenThePrimaryIsCutOff(t *testing.T) {
 	if len(c.Nodes) != 3 || len(c.Sentinels) != 3 {
 		t.Fatalf("%d nodes, %d sentinels", len(c.Nodes), len(c.Sentinels))
 	}
-	p, err := c.Primary(ctx)
+	p, err := c.Primary(ctx, "")
 	if err != nil || p.Name() != "n1" {
 		t.Fatalf("primary %v, %v; want n1", p, err)
 	}
 	// Cut the primary's internal address: replicas and sentinels lose it.
-	name, err := c.InternalLink("n1")
-	if err != nil {
-		t.Fatal(err)
+	names, err := c.InternalLinks("n1")
+	if err != nil || len(names) != 1 {
+		t.Fatal(names, err)
 	}
-	l := net.Get(name)
+	l := net.Get(names[0])
 	if err := l.Blackhole(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		p, err = c.Primary(ctx)
+		p, err = c.Primary(ctx, "")
 		if err == nil && p.Name() != "n1" {
 			break
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Topology names. Outside this package a topology is known by what it can
@@ -20,7 +21,7 @@ const (
 
 // registry lists every topology. A new topology is one file with a
 // topology value and one line here.
-var registry = []*topology{&single, &sentinel, &redlock, &target}
+var registry = []*topology{&single, &sentinel, &redlock, &redisCluster, &target}
 
 // Topologies lists the topologies' names, in registry order.
 var Topologies = func() []string {
@@ -47,6 +48,19 @@ type topology struct {
 	// access says how a client reaches the lock service, given the address
 	// of the client's own link to each node and sentinel.
 	access func(c *Cluster, link func(node string) string) ClientAccess
+
+	// For topologies with Failover: the node that takes key's writes now,
+	// a wait until the topology is whole again, a failover of key's
+	// primary on request (in one of FailoverModes, where the topology has
+	// several), and a watch that reports every primary switch.
+	primary  func(ctx context.Context, c *Cluster, key string) (Node, error)
+	settle   func(ctx context.Context, c *Cluster, within time.Duration) error
+	failover func(ctx context.Context, c *Cluster, key, mode string) error
+	watch    func(ctx context.Context, c *Cluster) (<-chan RoleChange, func(), error)
+	// cutServes is how long a primary cut off from its peers goes on
+	// taking writes (Redis Cluster: the node timeout, after which it sees
+	// itself in the minority); 0: until it is demoted.
+	cutServes time.Duration
 }
 
 // startEachNode starts every planned node as it is, one after another:
@@ -75,6 +89,9 @@ func eachNode(c *Cluster, link func(string) string) ClientAccess {
 // plan is what a topology will start.
 type plan struct {
 	nodes, sentinels []string
+	// shards is the number of primaries of a cluster topology, whose
+	// first nodes they are.
+	shards int
 	// target is the deployment a target topology stands for.
 	target *TargetURL
 }
@@ -113,6 +130,9 @@ const (
 	// NodeControl: the harness runs the nodes, so it can pause, kill and
 	// restart them and move their clocks.
 	NodeControl Capability = "node-control"
+	// Slots: keys are spread over shards by hash slot, each shard a
+	// primary with replicas that take over on request (CLUSTER FAILOVER).
+	Slots Capability = "slots"
 )
 
 // capabilityMeaning says in words what each capability is, for refusals.
@@ -121,6 +141,7 @@ var capabilityMeaning = map[Capability]string{
 	Failover:    "an automatic failover that promotes a replica",
 	Majorities:  "independent nodes of which a client needs a majority",
 	NodeControl: "nodes the harness runs itself, so it can pause, kill and restart them and move their clocks",
+	Slots:       "keys spread over shards by hash slot, whose replicas take over on request",
 }
 
 // Can reports whether the topology offers the capability, or says why not

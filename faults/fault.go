@@ -30,7 +30,7 @@ var Registry = []Fault{
 	partition, latency, pauseNode, killNode, pauseClient, killClient,
 	partitionPrimary, splitBrain, killPrimary, pausePrimary, replicationLag, failover,
 	partitionMajorities, partitionMinority, pauseAcquire, pausePastRelease,
-	clockJump, clockStrobe, delayWrite,
+	clockJump, clockStrobe, delayWrite, clusterFailover,
 }
 
 // None is the nemesis name for a run without faults.
@@ -329,6 +329,9 @@ type Env struct {
 	TTL        time.Duration
 	// Hold is how long a client keeps the lock after its write.
 	Hold time.Duration
+	// Key is the lock key the primary-side faults aim at: on a cluster,
+	// the shard whose slots hold it.
+	Key string
 	// Log reports progress to the person running the harness.
 	Log func(format string, args ...any)
 }
@@ -383,15 +386,20 @@ func (e *Env) ClientLink(slot int, node string) *Link {
 	return e.Net.Get(e.Cluster.ClientLink(slot, node))
 }
 
-// InternalLink is the link a node's peers and monitors reach it through.
-func (e *Env) InternalLink(node string) (*Link, error) {
-	name, err := e.Cluster.InternalLink(node)
+// InternalLinks are the links a node's peers and monitors reach it
+// through: its replication and, on a cluster, its bus both ways.
+func (e *Env) InternalLinks(node string) ([]*Link, error) {
+	names, err := e.Cluster.InternalLinks(node)
 	if err != nil {
 		return nil, err
 	}
-	l := e.Net.Get(name)
-	if l == nil {
-		return nil, fmt.Errorf("no link %s", name)
+	var out []*Link
+	for _, name := range names {
+		l := e.Net.Get(name)
+		if l == nil {
+			return nil, fmt.Errorf("no link %s", name)
+		}
+		out = append(out, l)
 	}
-	return l, nil
+	return out, nil
 }

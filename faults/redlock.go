@@ -26,7 +26,7 @@ var onlyMajorities = []cluster.Capability{cluster.Majorities}
 func holdersNode(env *Env, holder int, drawn cluster.Node) cluster.Node {
 	if env.Cluster.Can(cluster.Majorities) != nil {
 		if env.Cluster.Can(cluster.Failover) == nil {
-			if p, err := env.Cluster.Primary(context.Background()); err == nil {
+			if p, err := env.Cluster.Primary(context.Background(), env.Key); err == nil {
 				return p
 			}
 		}

@@ -41,12 +41,22 @@ func settle(ctx context.Context, env *Env) {
 	}
 }
 
+// primary is the node that takes the lock key's writes now.
 func primary(ctx context.Context, env *Env) (cluster.Node, error) {
-	p, err := env.Cluster.Primary(ctx)
+	p, err := env.Cluster.Primary(ctx, env.Key)
 	if err != nil {
 		return nil, fmt.Errorf("finding the primary: %w", err)
 	}
 	return p, nil
+}
+
+// primaryTarget names the primary a fault hits for the history: on a
+// cluster with the shard it serves, the lock key's.
+func primaryTarget(env *Env, p cluster.Node) string {
+	if shard := env.Cluster.ShardOf(env.Key); shard != "" {
+		return fmt.Sprintf("%s (%s, %s)", p.Name(), env.Key, shard)
+	}
+	return p.Name()
 }
 
 // partitionPrimary cuts the primary's internal address, so the replicas and
@@ -63,14 +73,14 @@ var partitionPrimary = Fault{
 		if err != nil {
 			return err
 		}
-		internal, err := env.InternalLink(p.Name())
+		internal, err := env.InternalLinks(p.Name())
 		if err != nil {
 			return err
 		}
 		hold := failoverHold(opts, rng)
-		// Cut about a second before the current holder lets go: its release
-		// and the next grant then happen on a primary whose replication is
-		// held back, well before the sentinels promote a replica that still
+		// Cut shortly before the current holder lets go: its release and
+		// the next grant then happen on a primary whose replication is held
+		// back, well before the topology promotes a replica that still
 		// carries the old holder's key until it expires. The holder keeps
 		// its path to the primary so that its release lands there.
 		holder, when := awaitLastSecond(ctx, env)
@@ -78,7 +88,7 @@ var partitionPrimary = Fault{
 			return nil
 		}
 		slots := someClientsBut(rng, env.NumClients, holder)
-		links := []*Link{internal}
+		links := append([]*Link(nil), internal...)
 		for _, slot := range slots {
 			links = append(links, env.ClientLink(slot, p.Name()))
 		}
@@ -88,7 +98,7 @@ var partitionPrimary = Fault{
 				return err
 			}
 		}
-		end := env.Begin("partition-primary", p.Name(), fmt.Sprintf("cut from replicas, sentinels and %s %s, for %v", clientTarget(slots), when, hold))
+		end := env.Begin("partition-primary", primaryTarget(env, p), fmt.Sprintf("cut from its replicas and peers and %s %s, for %v", clientTarget(slots), when, hold))
 		sleep(ctx, hold)
 		healAll(links)
 		end("healed")
@@ -97,9 +107,11 @@ var partitionPrimary = Fault{
 	},
 }
 
-// awaitLastSecond waits (at most 3 TTLs) for a grant, then until about a
-// second before that holder releases. It returns the holder (-1 if none was
-// seen) and says what it saw.
+// awaitLastSecond waits (at most 3 TTLs) for a grant, then until shortly
+// before that holder releases: a second, or, where a cut-off primary soon
+// refuses writes (CutServes), a third of that time, so that the next grant
+// still lands on it. It returns the holder (-1 if none was seen) and says
+// what it saw.
 func awaitLastSecond(ctx context.Context, env *Env) (int, string) {
 	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
 	defer cancel()
@@ -107,7 +119,11 @@ func awaitLastSecond(ctx context.Context, env *Env) (int, string) {
 	if err != nil {
 		return -1, "(no grant seen)"
 	}
-	lead := max(env.Hold-time.Second, 0)
+	ahead := time.Second
+	if serves := env.Cluster.CutServes(); serves > 0 {
+		ahead = min(ahead, serves/3)
+	}
+	lead := max(env.Hold-ahead, 0)
 	sleep(ctx, lead)
 	return slot, fmt.Sprintf("%v after client %d acquired the lock", lead, slot)
 }
@@ -127,7 +143,7 @@ var splitBrain = Fault{
 		if err != nil {
 			return err
 		}
-		internal, err := env.InternalLink(p.Name())
+		internal, err := env.InternalLinks(p.Name())
 		if err != nil {
 			return err
 		}
@@ -137,7 +153,7 @@ var splitBrain = Fault{
 			inMinority[c] = true
 		}
 		hold := failoverHold(opts, rng)
-		links := []*Link{internal}
+		links := append([]*Link(nil), internal...)
 		for slot := 0; slot < env.NumClients; slot++ {
 			for _, l := range env.ClientLinks(slot) {
 				toPrimary := l == env.ClientLink(slot, p.Name())
@@ -152,7 +168,7 @@ var splitBrain = Fault{
 				return err
 			}
 		}
-		end := env.Begin("split-brain", p.Name(), fmt.Sprintf("with %s on the minority side, for %v", clientTarget(minority), hold))
+		end := env.Begin("split-brain", primaryTarget(env, p), fmt.Sprintf("with %s on the minority side, for %v", clientTarget(minority), hold))
 		sleep(ctx, hold)
 		healAll(links)
 		end("healed")
@@ -202,7 +218,7 @@ func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Value
 	if err := inject(p); err != nil {
 		return err
 	}
-	end := env.Begin(fault, p.Name(), holdWord+" "+hold.String())
+	end := env.Begin(fault, primaryTarget(env, p), holdWord+" "+hold.String())
 	sleep(ctx, hold)
 	err = undo(p)
 	end(healed)
@@ -228,17 +244,19 @@ var replicationLag = Fault{
 		}
 		delay := opts.Duration(optDelay, func() time.Duration { return between(rng, 50*time.Millisecond, 200*time.Millisecond) })
 		hold := hold(opts, rng, env.TTL, 2*env.TTL)
-		l, err := env.InternalLink(p.Name())
+		links, err := env.InternalLinks(p.Name())
 		if err != nil {
 			return err
 		}
-		defer l.Heal()
-		if err := l.Delay(delay); err != nil {
-			return err
+		defer healAll(links)
+		for _, l := range links {
+			if err := l.Delay(delay); err != nil {
+				return err
+			}
 		}
-		end := env.Begin("replication-lag", p.Name(), fmt.Sprintf("%v each way for %v", delay, hold))
+		end := env.Begin("replication-lag", primaryTarget(env, p), fmt.Sprintf("%v each way for %v", delay, hold))
 		sleep(ctx, hold)
-		l.Heal()
+		healAll(links)
 		end("healed")
 		return nil
 	},
@@ -248,30 +266,36 @@ var replicationLag = Fault{
 // way an operator does before maintenance.
 var failover = Fault{
 	Name:    "failover",
-	Summary: "ask the topology to fail over now (SENTINEL FAILOVER), then wait for the new primary",
+	Summary: "ask the topology to fail the lock's primary over now (SENTINEL FAILOVER; on a cluster CLUSTER FAILOVER), then wait for the new primary",
 	Needs:   withFailover,
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, _ options.Values) error {
 		p, err := primary(ctx, env)
 		if err != nil {
 			return err
 		}
-		end := env.Begin("failover", p.Name(), "SENTINEL FAILOVER")
-		if err := env.Cluster.Failover(ctx); err != nil {
-			end("refused: " + err.Error())
+		return askFailover(ctx, env, p, "failover", "", "the topology's own failover")
+	},
+}
+
+// askFailover asks the topology to fail p over in mode, then waits for a
+// new primary of the lock key and for the topology to settle.
+func askFailover(ctx context.Context, env *Env, p cluster.Node, fault, mode, what string) error {
+	end := env.Begin(fault, primaryTarget(env, p), what)
+	if err := env.Cluster.Failover(ctx, env.Key, mode); err != nil {
+		end("refused: " + err.Error())
+		return nil
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if q, err := env.Cluster.Primary(ctx, env.Key); err == nil && q.Name() != p.Name() {
+			end("promoted " + q.Name())
+			settle(ctx, env)
 			return nil
 		}
-		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) && ctx.Err() == nil {
-			if q, err := env.Cluster.Primary(ctx); err == nil && q.Name() != p.Name() {
-				end("promoted " + q.Name())
-				settle(ctx, env)
-				return nil
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		end("no new primary")
-		return nil
-	},
+		time.Sleep(50 * time.Millisecond)
+	}
+	end("no new primary")
+	return nil
 }
 
 // WatchRoles records every primary switch the topology announces as an
@@ -292,10 +316,13 @@ func WatchRoles(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder,
 			detail, target := ch.Raw, ""
 			if ch.To != "" {
 				target, detail = ch.To, fmt.Sprintf("%s replaced %s as primary", ch.To, ch.From)
+				if ch.Event != "switch-master" {
+					detail = ch.Raw
+				}
 			}
-			e := rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: "switch-master",
+			e := rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: ch.Event,
 				Phase: history.Instant, Target: target, Detail: detail})
-			log("%7.3fs  %-13s %s", e.At().Seconds(), "switch-master", detail)
+			log("%7.3fs  %-13s %s", e.At().Seconds(), ch.Event, detail)
 		}
 	}()
 }

@@ -1,0 +1,118 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"sync"
+)
+
+// busRouter is the address one cluster node announces for its cluster bus.
+// Every peer dials it from its own source address (bind-source-addr) and
+// the router hands each connection to that pair's link, so that gossip and
+// failure detection can be cut one pair and one direction at a time.
+// Without it a node whose own links are cut still reaches its peers through
+// theirs, and Redis counts its gossip as a sign of life: it is never failed
+// over.
+type busRouter struct {
+	node string
+	ln   net.Listener
+	// links maps a peer's source IP to the address of its link to node.
+	links map[string]string
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+	wg    sync.WaitGroup
+}
+
+// newBusRouter listens on a free port of 127.0.0.1 for node's bus.
+func newBusRouter(node string, links map[string]string) (*busRouter, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("node %s: the cluster bus address: %w", node, err)
+	}
+	r := &busRouter{node: node, ln: ln, links: links, conns: map[net.Conn]bool{}}
+	r.wg.Add(1)
+	go r.serve()
+	return r, nil
+}
+
+func (r *busRouter) port() int { return r.ln.Addr().(*net.TCPAddr).Port }
+
+func (r *busRouter) serve() {
+	defer r.wg.Done()
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			return
+		}
+		r.wg.Add(1)
+		go r.forward(c)
+	}
+}
+
+// forward joins a peer's connection to the peer's link; a connection from
+// an address that is no peer's is refused.
+func (r *busRouter) forward(c net.Conn) {
+	defer r.wg.Done()
+	ip := c.RemoteAddr().(*net.TCPAddr).IP.String()
+	to, ok := r.links[ip]
+	if !ok {
+		c.Close()
+		return
+	}
+	up, err := net.Dial("tcp", to)
+	if err != nil {
+		c.Close()
+		return
+	}
+	if !r.track(c, up) {
+		return
+	}
+	defer r.untrack(c, up)
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		dst.Close()
+		src.Close()
+		done <- struct{}{}
+	}
+	go pipe(up, c)
+	go pipe(c, up)
+	<-done
+	<-done
+}
+
+func (r *busRouter) track(conns ...net.Conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conns == nil {
+		for _, c := range conns {
+			c.Close()
+		}
+		return false
+	}
+	for _, c := range conns {
+		r.conns[c] = true
+	}
+	return true
+}
+
+func (r *busRouter) untrack(conns ...net.Conn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range conns {
+		delete(r.conns, c)
+	}
+}
+
+// close stops listening and cuts every connection.
+func (r *busRouter) close() {
+	r.ln.Close()
+	r.mu.Lock()
+	for c := range r.conns {
+		c.Close()
+	}
+	r.conns = nil
+	r.mu.Unlock()
+	r.wg.Wait()
+}

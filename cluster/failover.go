@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Primary is the node that takes key's writes now: for a topology with
+// failover, the one its monitors (sentinels) or its peers (cluster, by
+// the highest config epoch) name; otherwise the first node.
+func (c *Cluster) Primary(ctx context.Context, key string) (Node, error) {
+	if len(c.Nodes) == 0 {
+		return nil, fmt.Errorf("topology %s has not started", c.Topology)
+	}
+	if c.top.primary == nil {
+		return c.Nodes[0], nil
+	}
+	return c.top.primary(ctx, c, key)
+}
+
+// Failover asks the topology to fail key's primary over now, in one of
+// FailoverModes ("" is plain): SENTINEL FAILOVER, or CLUSTER FAILOVER on a
+// replica of key's shard.
+func (c *Cluster) Failover(ctx context.Context, key, mode string) error {
+	if err := c.Can(Failover); err != nil {
+		return err
+	}
+	return c.top.failover(ctx, c, key, mode)
+}
+
+// Settle waits until the topology has a primary for every key again that
+// answers as one; a topology without failover is always settled.
+func (c *Cluster) Settle(ctx context.Context, within time.Duration) error {
+	if c.top.settle == nil {
+		return nil
+	}
+	return c.top.settle(ctx, c, within)
+}
+
+// CutServes is how long a primary cut off from its peers goes on taking
+// writes: for Redis Cluster the node timeout, after which the primary
+// sees it is in the minority and refuses them; 0 means until it is
+// demoted (Sentinel).
+func (c *Cluster) CutServes() time.Duration { return c.top.cutServes }
+
+// RoleChange is a primary switch the topology announced or its nodes were
+// seen to make: To replaced From.
+type RoleChange struct {
+	From, To string
+	// Event names the change as the history records it: switch-master
+	// (a sentinel's announcement) or slot-owner (a cluster shard's slots
+	// seen with a new primary).
+	Event string
+	// Raw is the change as the topology told it.
+	Raw string
+}
+
+// WatchPrimary delivers every primary switch as soon as the topology
+// shows it, until ctx ends; stop releases what the watch holds. A topology
+// without failover has none to show.
+func (c *Cluster) WatchPrimary(ctx context.Context) (<-chan RoleChange, func(), error) {
+	if err := c.Can(Failover); err != nil {
+		return nil, nil, err
+	}
+	return c.top.watch(ctx, c)
+}
