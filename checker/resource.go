@@ -130,18 +130,26 @@ func (c *checker) grantOf(w *history.Op) *history.Op {
 }
 
 // auditCounter compares the number of acknowledged increments with the
-// value the counter ended at. Each write stores the value it read plus one,
-// so two acknowledged writes that stored the same value overwrote each other.
+// value the counter ended at (each lock key has its own counter; their
+// final values are added). Each write stores the value it read plus one,
+// so two acknowledged writes under one key that stored the same value
+// overwrote each other.
 func (c *checker) auditCounter(accepted []*history.Op) {
 	c.res.Counter.Acknowledged = len(accepted)
 	if len(accepted) == 0 {
 		return
 	}
 	last := accepted[len(accepted)-1]
-	if last.Stored == nil {
-		c.note("the last acknowledged write (event %d) carries no stored value; the counter is taken as 0", c.events[last.Done].Index)
-	} else {
-		c.res.Counter.Final = *last.Stored
+	lastOf := map[string]*history.Op{}
+	for _, w := range accepted {
+		lastOf[w.Key] = w
+	}
+	for _, w := range lastOf {
+		if w.Stored == nil {
+			c.note("the last acknowledged write under %s (event %d) carries no stored value; its counter is taken as 0", w.Key, c.events[w.Done].Index)
+			continue
+		}
+		c.res.Counter.Final += *w.Stored
 	}
 	lost := int64(len(accepted)) - c.res.Counter.Final
 	if lost <= 0 {
@@ -150,16 +158,20 @@ func (c *checker) auditCounter(accepted []*history.Op) {
 	c.res.Anomalies[LostUpdate] = int(lost)
 
 	const examples = 3
-	first := make(map[int64]*history.Op)
+	type stored struct {
+		key   string
+		value int64
+	}
+	first := make(map[stored]*history.Op)
 	var overwrites []string
 	ps := positions(last)
 	for _, w := range accepted {
 		if w.Stored == nil {
 			continue
 		}
-		f, dup := first[*w.Stored]
+		f, dup := first[stored{w.Key, *w.Stored}]
 		if !dup {
-			first[*w.Stored] = w
+			first[stored{w.Key, *w.Stored}] = w
 			continue
 		}
 		if len(overwrites) < examples {
@@ -168,8 +180,12 @@ func (c *checker) auditCounter(accepted []*history.Op) {
 			ps = append(ps, positions(f, w)...)
 		}
 	}
-	narrative := fmt.Sprintf("%s acknowledged but the counter ends at %d (last write at %s): %s lost",
-		count(int64(len(accepted)), "write"), c.res.Counter.Final, history.Secs(last.DoneT), count(lost, "update"))
+	ends := fmt.Sprintf("the counter ends at %d", c.res.Counter.Final)
+	if len(lastOf) > 1 {
+		ends = fmt.Sprintf("the counters of %d keys end at %d in all", len(lastOf), c.res.Counter.Final)
+	}
+	narrative := fmt.Sprintf("%s acknowledged but %s (last write at %s): %s lost",
+		count(int64(len(accepted)), "write"), ends, history.Secs(last.DoneT), count(lost, "update"))
 	if len(overwrites) > 0 {
 		narrative += "; " + strings.Join(overwrites, "; ")
 	}

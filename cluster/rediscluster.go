@@ -92,6 +92,15 @@ func clusterReplicas(s Spec) int {
 	return s.Replicas
 }
 
+// Shards are a cluster topology's shards and the replicas of each; 0, 0
+// for a topology without shards.
+func (c *Cluster) Shards() (shards, replicas int) {
+	if c.planned.shards == 0 {
+		return 0, 0
+	}
+	return c.planned.shards, len(c.planned.nodes)/c.planned.shards - 1
+}
+
 // busLinkName names the link that carries from's cluster bus traffic to to.
 func busLinkName(from, to string) string { return "bus-" + from + "-" + to }
 

@@ -39,6 +39,8 @@ var clientCommands = []string{
 	// rueidislock watch) with CLIENT TRACKING, and may opt in per read.
 	"+hello", "+auth", "+ping", "+echo", "+select",
 	"+client|tracking", "+client|caching", "+client|id", "+client|setname", "+client|getname",
+	// a cluster client reads the slot map and follows ASK
+	"+cluster|slots", "+cluster|shards", "+cluster|nodes", "+cluster|info", "+cluster|myid", "+asking", "+readonly", "+readwrite",
 	// the recipes' own commands, and redislock's scripts (one lock may
 	// span several keys: MSETNX, MGET, GETRANGE)
 	"+get", "+set", "+setnx", "+del", "+exists", "+pexpire", "+pexpireat", "+expire",

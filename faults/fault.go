@@ -292,7 +292,7 @@ func nodeOpt(def string, holder bool) options.Spec {
 
 // hold is how long a fault holds: its for option, or a draw in [lo, hi].
 func hold(opts options.Values, rng *rand.Rand, lo, hi time.Duration) time.Duration {
-	return opts.Duration(optFor, func() time.Duration { return between(rng, lo, hi) })
+	return opts.Duration(optFor, func() time.Duration { return between(rng, lo, hi).Round(time.Millisecond) })
 }
 
 // sleep waits for d or until ctx ends, and reports whether it waited fully.

@@ -59,13 +59,13 @@ func primaryTarget(env *Env, p cluster.Node) string {
 	return p.Name()
 }
 
-// partitionPrimary cuts the primary's internal address, so the replicas and
-// the sentinels lose it, and the links to it of some clients; the other
-// clients still reach it and keep being granted locks that never replicate
-// while the sentinels promote a replica.
+// partitionPrimary cuts the primary's internal links, so the replicas and
+// the sentinels (a cluster's peers, both ways) lose it, and the links to it
+// of some clients; the other clients still reach it and keep being granted
+// locks that never replicate while the topology promotes a replica.
 var partitionPrimary = Fault{
 	Name:    "partition-primary",
-	Summary: "cut the primary off from replicas, sentinels and some clients for 5-7 s",
+	Summary: "cut the lock's primary off from its replicas, its monitors (sentinels; a cluster's bus) and some clients for 5-7 s",
 	Needs:   withFailoverOf,
 	Options: []options.Spec{failoverFor},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
@@ -125,7 +125,7 @@ func awaitLastSecond(ctx context.Context, env *Env) (int, string) {
 	}
 	lead := max(env.Hold-ahead, 0)
 	sleep(ctx, lead)
-	return slot, fmt.Sprintf("%v after client %d acquired the lock", lead, slot)
+	return slot, fmt.Sprintf("%v after client %d acquired the lock", lead.Round(time.Millisecond), slot)
 }
 
 // splitBrain partitions the primary and some clients from the majority:
@@ -135,7 +135,7 @@ func awaitLastSecond(ctx context.Context, env *Env) (int, string) {
 // old primary is demoted.
 var splitBrain = Fault{
 	Name:    "split-brain",
-	Summary: "partition the primary and some clients from the replicas, sentinels and other clients for 5-7 s",
+	Summary: "partition the lock's primary and some clients from the replicas, monitors (sentinels; a cluster's bus) and other clients for 5-7 s",
 	Needs:   withFailoverOf,
 	Options: []options.Spec{failoverFor},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {

@@ -10,7 +10,7 @@ import (
 // compare-and-delete so that only the holder can delete its own lock.
 var cad = Recipe{
 	Name:       "cad",
-	Topologies: []string{"single", "sentinel"},
+	Topologies: []string{"single", "sentinel", "cluster"},
 	Summary:    "SET NX PX with a unique token; release with Lua compare-and-delete",
 	New:        func(c Config) Locker { return &cadLock{c} },
 }

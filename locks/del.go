@@ -9,7 +9,7 @@ import (
 // DEL, so a holder that overran its TTL deletes the next holder's lock.
 var del = Recipe{
 	Name:       "del",
-	Topologies: []string{"single", "sentinel"},
+	Topologies: []string{"single", "sentinel", "cluster"},
 	Summary:    "SET NX PX; release with a plain DEL",
 	New:        func(c Config) Locker { return &delLock{c} },
 }

@@ -10,7 +10,7 @@ import (
 // holder.
 var fenced = Recipe{
 	Name:       "fenced",
-	Topologies: []string{"single", "sentinel"},
+	Topologies: []string{"single", "sentinel", "cluster"},
 	Fences:     true,
 	Summary:    "cad plus a fencing token from INCR in the same Lua acquire script",
 	New:        func(c Config) Locker { return &fencedLock{c} },
@@ -20,7 +20,7 @@ type fencedLock struct{ Config }
 
 func (l *fencedLock) Acquire(ctx context.Context, key, token string, ttl time.Duration) (Lease, error) {
 	fence, err := command(ctx, l.OpTimeout, func(ctx context.Context) (int64, error) {
-		return setAndFence.Run(ctx, l.Client, []string{key, key + ":fence"}, token, ttl.Milliseconds()).Int64()
+		return setAndFence.Run(ctx, l.Client, []string{key, FenceKey(key)}, token, ttl.Milliseconds()).Int64()
 	})
 	if err != nil {
 		return Lease{}, err

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/internal/version"
 )
@@ -138,8 +139,10 @@ type Locker interface {
 // Config is what a recipe needs from its worker.
 type Config struct {
 	// Client is the lock service for single-instance recipes: the first
-	// (often the only) node.
-	Client *redis.Client
+	// (often the only) node, or a Redis Cluster (a *redis.ClusterClient,
+	// which routes each key to its shard's primary and follows MOVED and
+	// ASK).
+	Client redis.UniversalClient
 	// Nodes are every independent node, for multi-node recipes (Redlock).
 	Nodes []*redis.Client
 	// OpTimeout bounds each Redis command.
@@ -206,7 +209,9 @@ func Definite(err error) bool {
 // refusal reports whether a server's error reply says it did not run the
 // command.
 func refusal(msg string) bool {
-	for _, prefix := range []string{"READONLY", "NOAUTH", "WRONGPASS", "NOPERM", "LOADING", "WRONGTYPE", "NOSCRIPT", "ERR", "MASTERDOWN", "NOREPLICAS"} {
+	for _, prefix := range []string{"READONLY", "NOAUTH", "WRONGPASS", "NOPERM", "LOADING", "WRONGTYPE", "NOSCRIPT", "ERR", "MASTERDOWN", "NOREPLICAS",
+		// a cluster node that does not serve the key, or not now
+		"MOVED", "ASK", "CLUSTERDOWN", "TRYAGAIN"} {
 		if strings.HasPrefix(msg, prefix) {
 			return true
 		}
@@ -231,6 +236,9 @@ type Target struct {
 	// Master and Sentinels select go-redis's failover client.
 	Master    string
 	Sentinels []string
+	// Cluster: Addrs are the seeds of a Redis Cluster, and the client is
+	// go-redis's cluster client.
+	Cluster bool
 	// Dial maps an address the servers announce (a node's internal proxy)
 	// to this client's own proxy for that node, so each client can be cut
 	// off from one node alone.
@@ -251,12 +259,17 @@ type Target struct {
 
 // KeyPatterns are the keys a lock on key touches, whatever its recipe, as
 // Redis glob patterns for an ACL that grants a lock client exactly them:
-// the key itself, the fenced recipe's counter beside it, and the keys
-// rueidislock derives from it (rueidislock:<i>:<key>).
+// the key itself, the fenced recipe's counter beside it (FenceKey), and
+// the keys rueidislock derives from it (rueidislock:<i>:<key>).
 func KeyPatterns(key string) []string {
 	k := globEscape(key)
-	return []string{k, k + ":fence", "rueidislock:*:" + k}
+	return []string{k, globEscape(FenceKey(key)), "rueidislock:*:" + k}
 }
+
+// FenceKey is the fenced recipe's counter for key: key:fence within key's
+// hash tag, so that on a cluster the two are in one slot and one script
+// can touch both ({lock}:fence beside lock; {a}b:fence beside {a}b).
+func FenceKey(key string) string { return cluster.SameSlot(key, ":fence") }
 
 // globEscape makes s match only itself as a Redis glob pattern.
 func globEscape(s string) string {
@@ -268,6 +281,17 @@ func globEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// NewService makes the clients of the target a recipe is given
+// (Config.Client and Config.Nodes): for a cluster, the one cluster client
+// and no nodes.
+func NewService(t Target, opTimeout time.Duration) (redis.UniversalClient, []*redis.Client) {
+	if t.Cluster {
+		return NewClusterClient(t, opTimeout), nil
+	}
+	nodes := NewClients(t, opTimeout)
+	return nodes[0], nodes
 }
 
 // NewClients makes one client per independent node of the target, or the
@@ -294,6 +318,113 @@ func NewClients(t Target, opTimeout time.Duration) []*redis.Client {
 // the host it was asked to reach; the configuration is also in the
 // client's Options().TLSConfig, for clients built from those options.
 func NewClient(t Target, opTimeout time.Duration) *redis.Client {
+	opts := t.options(opTimeout)
+	if t.Master != "" {
+		opts.MasterName, opts.Addrs = t.Master, t.Sentinels
+		opts.SentinelUsername, opts.SentinelPassword = t.Username, t.Password
+		return redis.NewFailoverClient(opts.Failover())
+	}
+	return redis.NewClient(opts.Simple())
+}
+
+// NewClusterClient is go-redis's cluster client on the target's seeds,
+// under the rule of NewClient: it follows MOVED and ASK, and retries a
+// command the server refused without running it (CLUSTERDOWN, TRYAGAIN)
+// or one that could not be sent, but never one whose connection broke
+// after it was sent: a retried SET NX can be told "busy" by its own first
+// attempt.
+func NewClusterClient(t Target, opTimeout time.Duration) *redis.ClusterClient {
+	opts := t.options(opTimeout)
+	opts.Addrs = t.Addrs
+	c := redis.NewClusterClient(opts.Cluster())
+	c.OnNewNode(func(node *redis.Client) { node.AddHook(sentOnce{}) })
+	return c
+}
+
+// sentOnce is the hook on every node of a cluster client that keeps the
+// cluster client from resending a command whose fate is unknown: go-redis
+// retries on io.EOF, timeouts and other network errors (found with
+// errors.Is and errors.As), so the hook hides them in an error of its own
+// that does not unwrap. An error that says the command never left (a
+// failed dial) stays as it is.
+type sentOnce struct{}
+
+func (sentOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (sentOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if unknownOutcome(err) {
+			err = &sentError{err}
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+
+func (sentOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if unknownOutcome(err) {
+			err = &sentError{err}
+			for _, cmd := range cmds {
+				if unknownOutcome(cmd.Err()) {
+					cmd.SetErr(&sentError{cmd.Err()})
+				}
+			}
+		}
+		return err
+	}
+}
+
+// unknownOutcome: a failure that is not the server's answer and not a
+// dial that failed, so the command may have run.
+func unknownOutcome(err error) bool {
+	if err == nil || err == redis.Nil {
+		return false
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		return false
+	}
+	var op *net.OpError
+	return !(errors.As(err, &op) && op.Op == "dial")
+}
+
+// sentError is a failure after the command may have been sent.
+type sentError struct{ err error }
+
+func (e *sentError) Error() string { return e.err.Error() }
+
+// service is how another library's client reaches the service a go-redis
+// client does: the same addresses, dialer (the worker's own proxies),
+// login and TLS.
+type service struct {
+	addrs              []string
+	dial               func(ctx context.Context, network, addr string) (net.Conn, error)
+	username, password string
+	tls                *tls.Config
+	// cluster: addrs are a Redis Cluster's seeds.
+	cluster bool
+}
+
+// serviceOf reads a go-redis client's service. A sentinel-monitored
+// primary's address is go-redis's placeholder, which its dialer resolves
+// to the primary.
+func serviceOf(c redis.UniversalClient) service {
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		o := c.Options()
+		return service{o.Addrs, o.Dialer, o.Username, o.Password, o.TLSConfig, true}
+	case *redis.Client:
+		o := c.Options()
+		return service{[]string{o.Addr}, o.Dialer, o.Username, o.Password, o.TLSConfig, false}
+	}
+	return service{}
+}
+
+// options are the client options of the target, for any kind of client.
+func (t Target) options(opTimeout time.Duration) *redis.UniversalOptions {
 	dialer := &net.Dialer{Timeout: opTimeout}
 	tlsConfig, tlsErr := t.tlsConfig()
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -325,12 +456,7 @@ func NewClient(t Target, opTimeout time.Duration) *redis.Client {
 		Password:              t.Password,
 		TLSConfig:             tlsConfig,
 	}
-	if t.Master != "" {
-		opts.MasterName, opts.Addrs = t.Master, t.Sentinels
-		opts.SentinelUsername, opts.SentinelPassword = t.Username, t.Password
-		return redis.NewFailoverClient(opts.Failover())
-	}
-	return redis.NewClient(opts.Simple())
+	return opts
 }
 
 // tlsConfig is the target's TLS configuration: nil without TLS, an error

@@ -3,6 +3,8 @@ package locks
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"os/exec"
 	"strings"
 	"sync"
@@ -260,6 +262,34 @@ func TestRegister(t *testing.T) {
 	} {
 		if err := Register(r); err == nil {
 			t.Errorf("%s: Register accepted %q", name, r.Name)
+		}
+	}
+}
+
+// A cluster client must not resend a command whose connection broke after
+// it was sent; one that never left (a failed dial) may go elsewhere.
+func TestSentOnceHidesWhatGoRedisRetries(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	read := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{{nil, false}, {redis.Nil, false}, {dial, false}, {io.EOF, true}, {read, true}, {context.DeadlineExceeded, true}} {
+		if got := unknownOutcome(c.err); got != c.want {
+			t.Errorf("unknownOutcome(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	hidden := &sentError{io.EOF}
+	var op *net.OpError
+	if errors.Is(hidden, io.EOF) || errors.As(&sentError{read}, &op) {
+		t.Error("a sentError shows go-redis the error it would retry")
+	}
+	if Definite(hidden) {
+		t.Error("a broken connection after sending reads as definite")
+	}
+	for _, msg := range []string{"MOVED 9244 127.0.0.1:7001", "CLUSTERDOWN The cluster is down", "TRYAGAIN"} {
+		if !refusal(msg) {
+			t.Errorf("%q is no refusal", msg)
 		}
 	}
 }

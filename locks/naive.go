@@ -10,7 +10,7 @@ import (
 // that never expires.
 var naive = Recipe{
 	Name:       "naive",
-	Topologies: []string{"single", "sentinel"},
+	Topologies: []string{"single", "sentinel", "cluster"},
 	Summary:    "SETNX then PEXPIRE (two commands); release with DEL",
 	Points:     []string{PointAfterSetNX},
 	New:        func(c Config) Locker { return &naiveLock{c} },

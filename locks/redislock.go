@@ -24,7 +24,7 @@ var redislockRecipe = Recipe{
 	Extends:    true,
 	Library:    "github.com/bsm/redislock",
 	Summary:    "bsm/redislock v0.10 Obtain/Release with its README's external watchdog (Refresh every ttl/3)",
-	Topologies: []string{"single", "sentinel"},
+	Topologies: []string{"single", "sentinel", "cluster"},
 	Options: []options.Spec{
 		{Name: "no-watchdog", Summary: "no refresh: Obtain, then Release (the README's basic example)"},
 	},

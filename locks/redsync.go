@@ -9,6 +9,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/internal/options"
 )
@@ -54,8 +55,8 @@ type redsyncLock struct {
 
 func newRedsync(c Config, s redsyncSettings) *redsyncLock {
 	nodes := c.Nodes
-	if len(nodes) == 0 {
-		nodes = append(nodes, c.Client)
+	if one, ok := c.Client.(*redis.Client); ok && len(nodes) == 0 {
+		nodes = append(nodes, one)
 	}
 	var pools []redsyncredis.Pool
 	for _, n := range nodes {

@@ -11,7 +11,7 @@ import (
 // Redisson-style locks do. A paused process pauses its watchdog too.
 var renew = Recipe{
 	Name:       "renew",
-	Topologies: []string{"single", "sentinel"},
+	Topologies: []string{"single", "sentinel", "cluster"},
 	Renews:     true,
 	Summary:    "cad plus a watchdog renewing every ttl/3 with Lua compare-and-PEXPIRE",
 	New:        func(c Config) Locker { return &renewLock{Config: c} },

@@ -45,7 +45,7 @@ var rueidislockRecipe = Recipe{
 	Name:       "rueidislock",
 	Library:    "github.com/redis/rueidis",
 	Summary:    "rueidis rueidislock as in its README (KeyMajority 1, NOLOOP): self-extending, lock-lost context via client-side caching",
-	Topologies: []string{"single", "sentinel"},
+	Topologies: []string{"single", "sentinel", "cluster"},
 	Renews:     true,
 	Options: []options.Spec{
 		{Name: "majority", Kind: options.Int, Summary: "KeyMajority N: hold N of 2N-1 keys (library default 2; README: 1 for one instance)"},
@@ -164,12 +164,12 @@ func (l *rueidislockLock) locker(ttl time.Duration) (rueidislock.Locker, error) 
 	if lk := l.lockers[ttl]; lk != nil {
 		return lk, nil
 	}
-	opts := l.Client.Options()
-	dial := opts.Dialer
+	opts := serviceOf(l.Client)
+	dial := opts.dial
 	conns := &rueidisConns{}
 	lk, err := rueidislock.NewLocker(rueidislock.LockerOption{
 		ClientOption: rueidis.ClientOption{
-			InitAddress: []string{opts.Addr},
+			InitAddress: opts.addrs,
 			// Through the worker's own proxies, like its go-redis client,
 			// and watched (see rueidisConns).
 			DialCtxFn: func(ctx context.Context, dst string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
@@ -189,15 +189,16 @@ func (l *rueidislockLock) locker(ttl time.Duration) (rueidislock.Locker, error) 
 			ConnWriteTimeout: l.OpTimeout,
 			// The harness's rule for every client under test: no retries
 			// (the library's scripts are marked retryable) and one plain
-			// connection to the node.
+			// connection to the node; on a cluster, rueidis's cluster
+			// client, which follows MOVED and ASK.
 			DisableRetry:      true,
-			ForceSingleClient: true,
+			ForceSingleClient: !opts.cluster,
 
 			// The go-redis client's login; with TLS its dialer (above)
 			// makes the handshake (NewClient).
-			Username:  opts.Username,
-			Password:  opts.Password,
-			TLSConfig: opts.TLSConfig,
+			Username:  opts.username,
+			Password:  opts.password,
+			TLSConfig: opts.tls,
 		},
 		// The client the library would make, seen by the recipe.
 		ClientBuilder: func(o rueidis.ClientOption) (rueidis.Client, error) {

@@ -145,7 +145,7 @@ func TestLibrariesRefusedWithoutTheCredentials(t *testing.T) {
 
 func TestKeyPatternsMatchOnlyTheLocksKeys(t *testing.T) {
 	got := KeyPatterns(`lock:a*b?[c]\`)
-	want := []string{`lock:a\*b\?\[c\]\\`, `lock:a\*b\?\[c\]\\:fence`, `rueidislock:*:lock:a\*b\?\[c\]\\`}
+	want := []string{`lock:a\*b\?\[c\]\\`, `{lock:a\*b\?\[c\]\\}:fence`, `rueidislock:*:lock:a\*b\?\[c\]\\`}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("KeyPatterns = %q, want %q", got, want)
 	}

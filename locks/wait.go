@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // wait is cad plus WAIT 1 after a grant: the client uses the lock only once
@@ -14,7 +17,7 @@ import (
 // promoted, and the grant happened on the primary all the same).
 var wait = Recipe{
 	Name:       "wait",
-	Topologies: []string{"sentinel"}, // WAIT needs replicas to wait for
+	Topologies: []string{"sentinel", "cluster"}, // WAIT needs replicas to wait for
 	Summary:    "cad plus WAIT 1 after acquiring; a grant no replica acknowledged is released unused",
 	New:        func(c Config) Locker { return &waitLock{c} },
 }
@@ -31,14 +34,31 @@ func (l *waitLock) replicaWait() time.Duration {
 	return min(100*time.Millisecond, l.OpTimeout/2)
 }
 
+// Acquire sends SET NX PX and WAIT in one pipeline, on one connection to
+// the key's primary: WAIT waits for the writes of its own connection.
 func (l *waitLock) Acquire(ctx context.Context, key, token string, ttl time.Duration) (Lease, error) {
-	lease, err := setNXPX(ctx, l.Config, key, token, ttl)
+	node, err := primaryFor(ctx, l.Client, key)
 	if err != nil {
-		return lease, err
+		return Lease{}, err
 	}
-	acks, err := command(ctx, l.OpTimeout, func(ctx context.Context) (int64, error) {
-		return l.Client.Wait(ctx, 1, l.replicaWait()).Result()
+	var set *redis.BoolCmd
+	var wait *redis.Cmd
+	command(ctx, l.OpTimeout, func(ctx context.Context) ([]redis.Cmder, error) {
+		return node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			set = p.SetNX(ctx, key, token, ttl)
+			wait = p.Do(ctx, "WAIT", 1, l.replicaWait().Milliseconds())
+			return nil
+		})
 	})
+	if err := set.Err(); err != nil {
+		movedOn(ctx, l.Client, err)
+		return Lease{}, err
+	}
+	if !set.Val() {
+		return Lease{}, ErrBusy
+	}
+	lease := Lease{Key: key, Token: token, Valid: ttl}
+	acks, err := wait.Int64()
 	if err != nil {
 		return lease, fmt.Errorf("%w: WAIT: %v", ErrUnreplicated, err)
 	}
@@ -53,3 +73,24 @@ func (l *waitLock) Release(ctx context.Context, lease Lease) error {
 }
 
 func (l *waitLock) Close() {}
+
+// primaryFor is the client of the one node that serves key: on a cluster
+// its shard's primary, as the cluster client's slot map has it; otherwise
+// the client itself.
+func primaryFor(ctx context.Context, c redis.UniversalClient, key string) (*redis.Client, error) {
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	case *redis.Client:
+		return c, nil
+	}
+	return nil, fmt.Errorf("no node client for %T", c)
+}
+
+// movedOn has a cluster client read the slot map again after a node said
+// the key is not its own (a node client does not follow MOVED itself).
+func movedOn(ctx context.Context, c redis.UniversalClient, err error) {
+	if cc, ok := c.(*redis.ClusterClient); ok && (strings.HasPrefix(err.Error(), "MOVED") || strings.HasPrefix(err.Error(), "CLUSTERDOWN")) {
+		cc.ReloadState(ctx)
+	}
+}

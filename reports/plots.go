@@ -391,10 +391,17 @@ func (bp bandsPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	for _, b := range bp.bands {
 		x0, x1 := span(trX, b.Start, b.End, 1.5)
 		col := bp.colors[b.Fault]
-		fillRect(&c, col, x0, c.Min.Y, x1, c.Max.Y)
 		edge := col
-		edge.A = 200
-		c.StrokeLine2(draw.LineStyle{Color: edge, Width: 1}, x0, c.Min.Y, x0, c.Max.Y)
+		edge.A = 255
+		if b.Observed {
+			// An instant: a dashed line, darker than any band.
+			edge = observedColor(col)
+			c.StrokeLine2(draw.LineStyle{Color: edge, Width: 1.5, Dashes: []vg.Length{4, 2}}, x0, c.Min.Y, x0, c.Max.Y)
+		} else {
+			fillRect(&c, col, x0, c.Min.Y, x1, c.Max.Y)
+			edge.A = 200
+			c.StrokeLine2(draw.LineStyle{Color: edge, Width: 1}, x0, c.Min.Y, x0, c.Max.Y)
+		}
 		text := b.Label()
 		w := sty.Width(text)
 		for lvl := 0; lvl < levels; lvl++ {
@@ -617,9 +624,19 @@ func addFaultLegend(leg *plot.Legend, bands []Band, colors map[string]color.NRGB
 	for _, b := range bands {
 		if !seen[b.Fault] {
 			seen[b.Fault] = true
+			if b.Observed {
+				leg.Add("seen: "+b.Fault, swatch{fill: observedColor(colors[b.Fault])})
+				continue
+			}
 			leg.Add("fault: "+b.Fault, swatch{fill: colors[b.Fault]})
 		}
 	}
+}
+
+// observedColor is the opaque, darker shade an observed instant is drawn
+// in, so that a thin line shows against the bands.
+func observedColor(c color.NRGBA) color.NRGBA {
+	return color.NRGBA{R: c.R / 2, G: c.G / 2, B: c.B / 2, A: 255}
 }
 
 // savePNG draws the plot with its legend in a strip to the right, where it

@@ -89,6 +89,10 @@ type Band struct {
 	Open bool
 	// StartEvent and EndEvent are history indices; EndEvent is -1 if Open.
 	StartEvent, EndEvent int
+	// Observed marks what the harness saw happen rather than caused (a
+	// primary switch, a shard's slots taken over): an instant, drawn as a
+	// line, with Start == End and StartEvent == EndEvent.
+	Observed bool
 }
 
 // Label names the fault and its target as bands and tables show them.
@@ -453,8 +457,9 @@ func validity(o opInfo) time.Duration {
 	return o.InvokedAt() + time.Duration(ms)*time.Millisecond
 }
 
-// faultBands turns the history's fault windows into bands; an open one
-// reaches end.
+// faultBands turns the history's fault windows into bands, in order of
+// their start (an open one reaches end), and what the harness observed into
+// instants among them.
 func faultBands(events []history.Event, end time.Duration) []Band {
 	var bands []Band
 	for _, w := range history.FaultWindows(events) {
@@ -469,6 +474,13 @@ func faultBands(events []history.Event, end time.Duration) []Band {
 		}
 		bands = append(bands, b)
 	}
+	for i := range events {
+		if e := &events[i]; e.IsNemesis() && e.Phase == history.Instant {
+			bands = append(bands, Band{Fault: e.F, Target: e.Target, Detail: e.Detail, Start: e.At(), End: e.At(),
+				StartEvent: e.Index, EndEvent: e.Index, Observed: true})
+		}
+	}
+	sort.SliceStable(bands, func(i, j int) bool { return bands[i].Start < bands[j].Start })
 	return bands
 }
 

@@ -7,21 +7,22 @@ import (
 	"github.com/lockharness/lockharness/history"
 )
 
-// Counter is the embedded resource the lock protects: a counter held by the harness
-// that clients read-modify-write under the lock. With fencing it refuses a
-// write whose fence is lower than the highest it has accepted, as a storage
-// service that checks fencing tokens would.
+// Counter is the embedded resource the lock protects: a counter held by the
+// harness that clients read-modify-write under the lock, one per lock key.
+// With fencing it refuses a write whose fence is lower than the highest it
+// has accepted under that key, as a storage service that checks fencing
+// tokens would.
 type Counter struct {
 	mu      sync.Mutex
 	rec     *history.Recorder
 	fenced  bool
-	value   int64
-	highest int64
+	value   map[string]int64
+	highest map[string]int64
 }
 
-// NewCounter makes a counter at 0 whose reads and writes are recorded in rec.
+// NewCounter makes counters at 0 whose reads and writes are recorded in rec.
 func NewCounter(rec *history.Recorder, fenced bool) *Counter {
-	return &Counter{rec: rec, fenced: fenced}
+	return &Counter{rec: rec, fenced: fenced, value: map[string]int64{}, highest: map[string]int64{}}
 }
 
 // Read records the invoke of a write with the value it read, atomically with
@@ -31,7 +32,7 @@ func (r *Counter) Read(e history.Event) (history.Event, int64) {
 	e = r.rec.RecordWith(func() history.Event {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		v = r.value
+		v = r.value[e.Key]
 		e.Value = history.Int64(v)
 		return e
 	})
@@ -47,23 +48,27 @@ func (r *Counter) Write(e history.Event, value, fence int64) history.Event {
 		defer r.mu.Unlock()
 		e.Fence = fence
 		e.Value = history.Int64(value)
-		if r.fenced && fence < r.highest {
+		if highest := r.highest[e.Key]; r.fenced && fence < highest {
 			e.Type, e.Reason = history.Fail, history.ReasonRejected
-			e.Error = fmt.Sprintf("fence %d is below the highest accepted fence %d", fence, r.highest)
+			e.Error = fmt.Sprintf("fence %d is below the highest accepted fence %d", fence, highest)
 			return e
 		}
 		e.Type = history.OK
-		r.value = value
-		if fence > r.highest {
-			r.highest = fence
+		r.value[e.Key] = value
+		if fence > r.highest[e.Key] {
+			r.highest[e.Key] = fence
 		}
 		return e
 	})
 }
 
-// Value is the counter's current value.
+// Value is the counters' current values added up.
 func (r *Counter) Value() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.value
+	var sum int64
+	for _, v := range r.value {
+		sum += v
+	}
+	return sum
 }

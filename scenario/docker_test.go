@@ -58,6 +58,9 @@ func dockerEntry(t *testing.T, name string, seed int64) reports.Results {
 // sentinel topology without faults and a paused node are not flagged.
 func TestDockerFailoverDoubleGrant(t *testing.T) { dockerEntry(t, "failover-double-grant", 1) }
 func TestDockerClockJumpSingle(t *testing.T)     { dockerEntry(t, "clock-jump-single", 1) }
+func TestDockerClusterFailoverDoubleGrant(t *testing.T) {
+	dockerEntry(t, "cluster-failover-double-grant", 1)
+}
 
 func TestDockerSentinelWithoutFaultsIsValid(t *testing.T) {
 	s := spec("cad", "none", 5*time.Second, 1)

@@ -65,8 +65,8 @@ func resolveResource(s *Spec, p Plan) (*resource.Statement, []error) {
 	if s.WriteSQL != "" && s.Fencing != resource.FenceNone {
 		errs = append(errs, fmt.Errorf("give --fencing %s or --write-sql %s, not both: the statement is the fencing", s.Fencing, s.WriteSQL))
 	}
-	if s.Keys < 0 || s.Keys > 0 && s.Workload != WorkloadJobs {
-		errs = append(errs, fmt.Errorf("--keys %d: only the jobs workload takes a number of keys, at least 1", s.Keys))
+	if s.Keys < 0 || s.Keys > 0 && s.Workload == WorkloadInventory {
+		errs = append(errs, fmt.Errorf("--keys %d: the mutex and jobs workloads take a number of keys, at least 1; inventory sells one row under one key", s.Keys))
 	}
 	if s.Idempotent && s.Workload != WorkloadJobs {
 		errs = append(errs, fmt.Errorf("--idempotent makes the jobs workload's insert idempotent; workload %s has none", s.Workload))
@@ -154,30 +154,28 @@ type database struct {
 
 // schemaOf is the tables a spec's workload needs.
 func schemaOf(s Spec) resource.Schema {
-	return resource.Schema{Workload: s.Workload, Keys: jobKeys(s), Idempotent: s.Idempotent}
+	var keys []string
+	if s.Workload == WorkloadJobs {
+		keys = lockKeys(s)
+	}
+	return resource.Schema{Workload: s.Workload, Keys: keys, Idempotent: s.Idempotent}
 }
 
 // lockKeyPatterns are the keys a run's clients may touch, for the ACL of
-// --auth: the lock's key, and with jobs every job key.
+// --auth: the lock's key, and every key of --keys.
 func lockKeyPatterns(s Spec) []string {
 	patterns := locks.KeyPatterns(s.Key)
-	for _, k := range jobKeys(s) {
+	for _, k := range lockKeys(s) {
 		patterns = append(patterns, locks.KeyPatterns(k)...)
 	}
 	return patterns
 }
 
-// jobKeys are the lock keys of the jobs workload: one per key, each with
-// its own queue of jobs.
-func jobKeys(s Spec) []string {
-	if s.Workload != WorkloadJobs || s.Keys <= 0 {
-		return nil
-	}
-	keys := make([]string, s.Keys)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("%s:%d", s.Key, i)
-	}
-	return keys
+// lockKeys are the run's lock keys when it has several (--keys; the jobs
+// workload's queues): Key:<j>, on a cluster spread over the shards. None
+// means the one key, Key.
+func lockKeys(s Spec) []string {
+	return cluster.KeyNames(cluster.Spec{Topology: s.Topology, Shards: s.Shards}, s.Key, s.Keys)
 }
 
 // startDatabase starts the run's PostgreSQL in dir, creates its tables and

@@ -176,7 +176,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	r.work, err = workloads.StartMutex(workloads.MutexConfig{
 		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed,
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends,
-		Database: r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: jobKeys(spec),
+		Database: r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: lockKeys(spec),
 		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
 		Hello: func(slot int) workloads.Hello {
 			h := hello(spec, cl.Shape(), access[slot], slot, workloads.DefaultReplyWithin.Milliseconds())
@@ -192,7 +192,10 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	}
 	r.stopWork = sync.OnceValue(r.work.Stop)
 	r.env = &faults.Env{Cluster: cl, Net: r.net, Clients: r.work, Rec: rec, NumClients: spec.Clients,
-		TTL: spec.TTL.D(), Hold: spec.Hold.D(), Log: logf}
+		TTL: spec.TTL.D(), Hold: spec.Hold.D(), Key: spec.Key, Log: logf}
+	if keys := lockKeys(spec); len(keys) > 0 {
+		r.env.Key = keys[0]
+	}
 	return r, nil
 }
 

@@ -45,7 +45,9 @@ type Spec struct {
 	Fencing string `json:"fencing,omitempty"`
 	// WriteSQL is a file with the user's own inventory write statement.
 	WriteSQL string `json:"write_sql,omitempty"`
-	// Keys is the jobs workload's number of lock keys, one queue each.
+	// Keys is the number of lock keys (0: one, Key): the jobs workload's
+	// queues, or the mutex workload's keys, each with its own counter; on
+	// a cluster they are spread over the shards (cluster.KeyNames).
 	Keys int `json:"keys,omitempty"`
 	// Idempotent makes a job's done row unique (ON CONFLICT DO NOTHING).
 	Idempotent bool `json:"idempotent,omitempty"`
@@ -55,7 +57,10 @@ type Spec struct {
 	Interval Duration `json:"nemesis_interval,omitempty"`
 	Clients  int      `json:"clients"`
 	// Nodes is the topology's number of nodes (0: its own size).
-	Nodes       int      `json:"nodes,omitempty"`
+	Nodes int `json:"nodes,omitempty"`
+	// Shards and Replicas size a cluster topology (0: its defaults).
+	Shards      int      `json:"shards,omitempty"`
+	Replicas    int      `json:"replicas,omitempty"`
 	TTL         Duration `json:"ttl"`
 	Hold        Duration `json:"hold"`
 	TimeLimit   Duration `json:"time_limit"`
@@ -96,10 +101,12 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.Resource, "resource", s.Resource, "what the lock protects: "+strings.Join(resource.Names, ", ")+" (default: memory for mutex, postgres for inventory and jobs, started per run)")
 	fs.StringVar(&s.Fencing, "fencing", s.Fencing, "how inventory writes are fenced: none (plain UPDATE), where (lock_token < $fence in the statement), cas (lock_token = the version read), app-check (read, compare in the client, then UPDATE)")
 	fs.StringVar(&s.WriteSQL, "write-sql", s.WriteSQL, "inventory: a `FILE` with your own write statement, with :sku, :fence, :token and :client; no row updated counts as fenced out")
-	fs.IntVar(&s.Keys, "keys", s.Keys, fmt.Sprintf("jobs: number of lock keys, each with its own queue of jobs (default %d)", DefaultJobKeys))
+	fs.IntVar(&s.Keys, "keys", s.Keys, fmt.Sprintf("number of lock keys: mutex, each with its own counter (default 1: --key); jobs, each with its own queue of jobs (default %d); on a cluster spread over the shards", DefaultJobKeys))
 	fs.BoolVar(&s.Idempotent, "idempotent", s.Idempotent, "jobs: make processing idempotent (INSERT ... ON CONFLICT (job) DO NOTHING)")
 	fs.IntVar(&s.Clients, "clients", s.Clients, "number of concurrent lock clients")
 	fs.IntVar(&s.Nodes, "nodes", s.Nodes, fmt.Sprintf("nodes of a topology whose size can be chosen (redlock: default %d)", cluster.DefaultRedlockNodes))
+	fs.IntVar(&s.Shards, "shards", s.Shards, fmt.Sprintf("cluster: number of shards, each a primary with its own slots (default %d)", cluster.DefaultShards))
+	fs.IntVar(&s.Replicas, "replicas", s.Replicas, fmt.Sprintf("cluster: replicas of each shard's primary (default %d)", cluster.DefaultReplicas))
 	fs.Var(&s.TimeLimit, "time-limit", "how long clients run under faults")
 	fs.Var(&s.TTL, "ttl", "lock lease time")
 	fs.Var(&s.Hold, "hold", "how long a client holds the lock after its write")
@@ -114,7 +121,7 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 
 // unsetWhenZero are the spec flags whose zero value means "not set"; the
 // re-run command leaves them out.
-var unsetWhenZero = map[string]bool{"image": true, "nodes": true, "nemesis-interval": true, "keys": true}
+var unsetWhenZero = map[string]bool{"image": true, "nodes": true, "nemesis-interval": true, "keys": true, "shards": true, "replicas": true}
 
 // Command is the `harness run` command line that repeats this run
 // exactly: every spec flag, in the order `harness run --help` lists them.
@@ -204,7 +211,7 @@ func (s Spec) Resolve() (Plan, error) {
 		s.Key = TargetKeyPrefix + s.Key
 	}
 	cl, err := cluster.New(cluster.Spec{Topology: s.Topology, Target: s.Target, Backend: s.Backend, Image: s.Image, Persistence: s.Persistence,
-		Nodes: s.Nodes, Clock: nemesis.NeedsClock(), Auth: s.Auth, TLS: s.TLS, LockKeys: lockKeyPatterns(s)})
+		Nodes: s.Nodes, Shards: s.Shards, Replicas: s.Replicas, Clock: nemesis.NeedsClock(), Auth: s.Auth, TLS: s.TLS, LockKeys: lockKeyPatterns(s)})
 	errs = append(errs, err)
 	lockName := s.Lock
 	switch {
@@ -267,6 +274,10 @@ func (s Spec) Resolve() (Plan, error) {
 	// command say exactly what ran.
 	s.Lock, s.Nemesis = p.Lock.String(), p.Nemesis.String()
 	s.Nodes = len(cl.NodeNames())
+	if shards, replicas := cl.Shards(); shards > 0 {
+		// A cluster is sized by its shards, not its nodes.
+		s.Nodes, s.Shards, s.Replicas = 0, shards, replicas
+	}
 	s.Topology = cl.Topology
 	if t := cl.Target(); t != nil {
 		s.Target = t.WithoutPassword()
@@ -308,6 +319,9 @@ func (s Spec) Line() string {
 	}
 	if s.TLS {
 		line += " · tls"
+	}
+	if s.Keys > 0 && s.Workload != WorkloadJobs {
+		line += fmt.Sprintf(" · %d keys", s.Keys)
 	}
 	if s.Resource == resource.Postgres {
 		line += " · " + s.Workload + " in postgres"

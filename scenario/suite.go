@@ -116,6 +116,11 @@ func randomRuns(seeds int) []Planned {
 // under, where its topology offers them.
 var libraryFaults = []string{"none", "partition", "pause-client", "kill-node", "clock-jump", "failover"}
 
+// clusterFaults are the faults the scorecard scores a library under on a
+// sharded topology (Slots: a Redis Cluster), when the library runs on one
+// besides its own.
+var clusterFaults = []string{"none", "partition", "pause-client", "partition-primary", "cluster-failover"}
+
 // longHoldFaults are those it scores a long hold under: hold = 2.5 TTLs,
 // so that only renewal (the library's own, or the caller's extends) keeps
 // the lock.
@@ -167,7 +172,8 @@ func fileExists(p string) bool {
 // on the topology it is built for, and every outside library, under no
 // fault (which must be safe) and under each scored fault available there
 // (which explore: the scorecard counts what they found); then the same
-// with a long hold.
+// with a long hold; then, for a library that runs on a Redis Cluster too,
+// the cluster faults there.
 func libraryRuns(seeds int) []Planned {
 	type library struct {
 		name, topology, lock, workerCmd string
@@ -187,8 +193,11 @@ func libraryRuns(seeds int) []Planned {
 			return // failover only where the topology has one
 		}
 		s := Defaults()
-		s.Topology, s.Lock, s.WorkerCmd, s.Nemesis, s.TTL = lib.topology, lib.lock, lib.workerCmd, nemesis, Duration(time.Second)
+		s.Topology, s.Lock, s.WorkerCmd, s.Nemesis, s.TTL = cl.Topology, lib.lock, lib.workerCmd, nemesis, Duration(time.Second)
 		row, name := lib.name+" × "+nemesis, "libs-"+lib.name+"-"+nemesis
+		if cl.Topology != lib.topology {
+			row, name = lib.name+" on "+cl.Topology+" × "+nemesis, "libs-"+lib.name+"-"+cl.Topology+"-"+nemesis
+		}
 		if long {
 			s.Hold = Duration(longHold * float64(s.TTL))
 			s.TimeLimit = Duration(12 * time.Second)
@@ -214,6 +223,17 @@ func libraryRuns(seeds int) []Planned {
 		}
 		for _, nemesis := range longHoldFaults {
 			add(lib, cl, nemesis, true)
+		}
+		r, err := locks.Lookup(lib.lock)
+		if err != nil {
+			continue
+		}
+		for _, other := range r.Topologies[1:] {
+			if cc, err := cluster.Describe(other); err == nil && cc.Can(cluster.Slots) == nil {
+				for _, nemesis := range clusterFaults {
+					add(lib, cc, nemesis, false)
+				}
+			}
 		}
 	}
 	return out

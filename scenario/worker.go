@@ -37,7 +37,7 @@ func hello(spec Spec, topology string, a cluster.ClientAccess, slot int, replyWi
 	if a.Master != "" {
 		h.Sentinel = &workloads.SentinelService{Master: a.Master, Addrs: a.Sentinels}
 	} else {
-		h.Nodes = a.Nodes
+		h.Nodes, h.Cluster = a.Nodes, a.Cluster
 	}
 	if a.Username != "" || a.Password != "" {
 		h.Auth = &workloads.Auth{Username: a.Username, Password: a.Password}

@@ -27,7 +27,7 @@ type Hello struct {
 	Probe    bool   `json:"probe,omitempty"`
 	// Client is the client slot the worker serves.
 	Client int `json:"client"`
-	// Topology is the run's topology: single, sentinel or redlock.
+	// Topology is the run's topology: single, sentinel, redlock or cluster.
 	Topology string `json:"topology,omitempty"`
 	// OpTimeoutMs bounds each Redis command the worker sends.
 	OpTimeoutMs int64 `json:"op_timeout_ms"`
@@ -36,12 +36,17 @@ type Hello struct {
 	ReplyWithinMs int64 `json:"reply_within_ms"`
 	// Nodes are the addresses (host:port) the worker talks to: the one
 	// node, or every independent node (redlock), each through the worker's
-	// own proxy.
+	// own proxy; for a cluster, the seeds, as the nodes announce them.
 	Nodes []string `json:"nodes,omitempty"`
+	// Cluster: the service is a Redis Cluster whose seeds are Nodes; the
+	// worker follows MOVED and ASK, and dials every address the nodes
+	// announce through Dial.
+	Cluster bool `json:"cluster,omitempty"`
 	// Sentinel names the sentinel-monitored primary (sentinel topology).
 	Sentinel *SentinelService `json:"sentinel,omitempty"`
-	// Dial maps an address a server announces (a sentinel's answer) to the
-	// address this worker must dial instead: its own proxy for that node.
+	// Dial maps an address a server announces (a sentinel's answer, a
+	// cluster's slot map) to the address this worker must dial instead:
+	// its own proxy for that node.
 	Dial map[string]string `json:"dial,omitempty"`
 	// Auth and TLS are set when the run's servers require them.
 	Auth *Auth `json:"auth,omitempty"`

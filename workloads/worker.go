@@ -80,15 +80,16 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 		}
 		defer w.db.Close()
 	}
-	clients := locks.NewClients(hello.Target(), opTimeout)
+	client, nodes := locks.NewService(hello.Target(), opTimeout)
 	defer func() {
-		for _, c := range clients {
+		client.Close()
+		for _, c := range nodes[min(1, len(nodes)):] {
 			c.Close()
 		}
 	}()
 	w.locker = lock.NewLocker(locks.Config{
-		Client:    clients[0],
-		Nodes:     clients,
+		Client:    client,
+		Nodes:     nodes,
 		OpTimeout: opTimeout,
 		Pause:     w.pausePoint,
 		Observe:   w.observe,
@@ -161,6 +162,8 @@ func (h Hello) Target() locks.Target {
 	switch {
 	case h.Sentinel != nil:
 		t.Master, t.Sentinels = h.Sentinel.Master, h.Sentinel.Addrs
+	case h.Cluster:
+		t.Cluster, t.Addrs = true, h.Nodes
 	case len(h.Nodes) == 1:
 		t.Addr = h.Nodes[0]
 	default:

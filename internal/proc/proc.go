@@ -8,6 +8,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -168,14 +169,50 @@ func groupStates(pgid int) (members, stopped int) {
 	return members, stopped
 }
 
-// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+// FreePort is a free TCP port on 127.0.0.1 for a server to bind later. It
+// lies below the kernel's ephemeral range, which every listen on port 0
+// (the proxies) and every outgoing connection draw from: a port from that
+// range could be taken by one of them between the pick and the server's
+// bind. No port is handed out twice in a while within the process.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	lo := ephemeralLow()
+	base := max(lo/2, 1024)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	if len(handedOut) > (lo-base)/2 {
+		handedOut = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	for range 200 {
+		port := base + rand.IntN(lo-base)
+		if handedOut[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		handedOut[port] = true
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free port found in %d-%d on 127.0.0.1", base, lo-1)
+}
+
+var (
+	portsMu   sync.Mutex
+	handedOut = map[int]bool{}
+)
+
+// ephemeralLow is the bottom of the kernel's ephemeral port range.
+func ephemeralLow() int {
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if lo, err := strconv.Atoi(f[0]); err == nil && lo > 2048 {
+				return lo
+			}
+		}
+	}
+	return 32768
 }
 
 // Tail is the last lines of a child's log file, for an error that says why
