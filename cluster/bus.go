@@ -15,8 +15,7 @@ import (
 // theirs, and Redis counts its gossip as a sign of life: it is never failed
 // over.
 type busRouter struct {
-	node string
-	ln   net.Listener
+	ln net.Listener
 	// links maps a peer's source IP to the address of its link to node.
 	links map[string]string
 	mu    sync.Mutex
@@ -30,7 +29,7 @@ func newBusRouter(node string, links map[string]string) (*busRouter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s: the cluster bus address: %w", node, err)
 	}
-	r := &busRouter{node: node, ln: ln, links: links, conns: map[net.Conn]bool{}}
+	r := &busRouter{ln: ln, links: links, conns: map[net.Conn]bool{}}
 	r.wg.Add(1)
 	go r.serve()
 	return r, nil

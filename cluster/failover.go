@@ -38,22 +38,24 @@ func (c *Cluster) Settle(ctx context.Context, within time.Duration) error {
 	return c.top.settle(ctx, c, within)
 }
 
-// CutServes is how long a primary cut off from its peers goes on taking
+// CutOffWrites is how long a primary cut off from its peers goes on taking
 // writes: for Redis Cluster the node timeout, after which the primary
 // sees it is in the minority and refuses them; 0 means until it is
 // demoted (Sentinel).
-func (c *Cluster) CutServes() time.Duration { return c.top.cutServes }
+func (c *Cluster) CutOffWrites() time.Duration { return c.top.cutOffWrites }
 
 // RoleChange is a primary switch the topology announced or its nodes were
-// seen to make: To replaced From.
+// seen to make: To replaced From (From may be empty when the topology did
+// not say).
 type RoleChange struct {
 	From, To string
 	// Event names the change as the history records it: switch-master
-	// (a sentinel's announcement) or slot-owner (a cluster shard's slots
-	// seen with a new primary).
+	// (a sentinel's announcement), slot-owner (a cluster shard's slots
+	// seen with a new primary) or role (a cluster node saying it became a
+	// primary or a replica; From is empty).
 	Event string
-	// Raw is the change as the topology told it.
-	Raw string
+	// Detail is the change in words, as the history records it.
+	Detail string
 }
 
 // WatchPrimary delivers every primary switch as soon as the topology

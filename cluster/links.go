@@ -11,7 +11,8 @@ func clientLinkName(slot int, node string) string { return fmt.Sprintf("c%d-%s",
 // is that client's own link, so each client can be cut off alone.
 type ClientAccess struct {
 	// Nodes are the nodes a client talks to directly: the one primary, or
-	// every independent node (Majorities).
+	// every independent node (Majorities); for a cluster (Cluster), its
+	// seeds as the nodes announce them, to be dialled through Dial.
 	Nodes []string
 	// Master and Sentinels: ask the sentinels for the primary named Master.
 	Master    string

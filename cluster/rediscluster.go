@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockharness/lockharness/internal/hashslot"
 )
 
 // Cluster topology defaults and timing: a node timeout short enough that
@@ -71,11 +74,11 @@ var redisCluster = topology{
 		}
 		return a
 	},
-	primary:   clusterPrimary,
-	settle:    clusterSettle,
-	failover:  clusterFailover,
-	watch:     clusterWatch,
-	cutServes: clusterNodeTimeout,
+	primary:      clusterPrimary,
+	settle:       clusterSettle,
+	failover:     clusterFailover,
+	watch:        clusterWatch,
+	cutOffWrites: clusterNodeTimeout,
 }
 
 func clusterShards(s Spec) int {
@@ -258,10 +261,10 @@ func (c *Cluster) whole(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if info["cluster_state"] != "ok" || info["cluster_slots_ok"] != strconv.Itoa(SlotCount) ||
+		if info["cluster_state"] != "ok" || info["cluster_slots_ok"] != strconv.Itoa(hashslot.Count) ||
 			info["cluster_size"] != strconv.Itoa(c.planned.shards) || info["cluster_known_nodes"] != strconv.Itoa(len(c.Nodes)) {
 			return fmt.Errorf("%s: cluster_state %s, %s of %d slots ok, %s shards, %s nodes known", n.Name(),
-				info["cluster_state"], info["cluster_slots_ok"], SlotCount, info["cluster_size"], info["cluster_known_nodes"])
+				info["cluster_state"], info["cluster_slots_ok"], hashslot.Count, info["cluster_size"], info["cluster_known_nodes"])
 		}
 		repl, err := c.infoFields(ctx, n, "INFO", "replication")
 		if err != nil {
@@ -312,10 +315,7 @@ type viewEntry struct {
 }
 
 func (e viewEntry) isPrimary() bool { return strings.Contains(e.flags, "master") }
-func (e viewEntry) failed() bool {
-	return strings.Contains(e.flags, "fail") || strings.Contains(e.flags, "noaddr")
-}
-func (e viewEntry) myself() bool { return strings.Contains(e.flags, "myself") }
+func (e viewEntry) myself() bool    { return strings.Contains(e.flags, "myself") }
 
 // view is node n's CLUSTER NODES, parsed.
 func (c *Cluster) view(ctx context.Context, n Node) ([]viewEntry, error) {
@@ -368,7 +368,15 @@ type claim struct {
 // and takes, for each shard, the claim with the highest config epoch: the
 // rule by which Redis Cluster itself settles rival claims.
 func (c *Cluster) owners(ctx context.Context) ([]claim, error) {
+	out, _, err := c.survey(ctx)
+	return out, err
+}
+
+// survey is owners, and each answering node's role as it states it
+// ("primary", "replica of n5").
+func (c *Cluster) survey(ctx context.Context) ([]claim, map[string]string, error) {
 	ranges := shardRanges(c.planned.shards)
+	roles := map[string]string{}
 	out := make([]claim, len(ranges))
 	for i := range out {
 		out[i].epoch = -1
@@ -382,7 +390,17 @@ func (c *Cluster) owners(ctx context.Context) ([]claim, error) {
 			continue
 		}
 		answered++
+		byID := map[string]string{}
 		for _, e := range v {
+			byID[e.id] = e.name
+		}
+		for _, e := range v {
+			if e.myself() {
+				roles[n.Name()] = "primary"
+				if !e.isPrimary() {
+					roles[n.Name()] = "replica of " + cmp.Or(byID[e.master], e.master)
+				}
+			}
 			if !e.isPrimary() || e.name == "" {
 				continue
 			}
@@ -396,14 +414,14 @@ func (c *Cluster) owners(ctx context.Context) ([]claim, error) {
 		}
 	}
 	if answered == 0 {
-		return nil, fmt.Errorf("no cluster node answered: %v", last)
+		return nil, nil, fmt.Errorf("no cluster node answered: %v", last)
 	}
-	return out, nil
+	return out, roles, nil
 }
 
 // shardOf is the index of the planned shard whose slots hold key.
 func (c *Cluster) shardOf(key string) int {
-	slot := Slot(key)
+	slot := hashslot.Of(key)
 	for i, r := range shardRanges(c.planned.shards) {
 		if r.has(slot) {
 			return i
@@ -419,18 +437,18 @@ func clusterPrimary(ctx context.Context, c *Cluster, key string) (Node, error) {
 	}
 	o := owners[c.shardOf(key)]
 	if o.owner == "" {
-		return nil, fmt.Errorf("no node claims slot %d of key %q", Slot(key), key)
+		return nil, fmt.Errorf("no node claims slot %d of key %q", hashslot.Of(key), key)
 	}
 	return c.Node(o.owner)
 }
 
 // ShardOf describes the shard that holds key, for the history: its slot
-// and the shard's range ("slot 7438 of 5461-10922").
+// and the shard's range ("slot 9244 of 5461-10921").
 func (c *Cluster) ShardOf(key string) string {
 	if c.planned.shards == 0 {
 		return ""
 	}
-	return fmt.Sprintf("slot %d of %v", Slot(key), shardRanges(c.planned.shards)[c.shardOf(key)])
+	return fmt.Sprintf("slot %d of %v", hashslot.Of(key), shardRanges(c.planned.shards)[c.shardOf(key)])
 }
 
 // clusterSettle waits until every reachable node says the cluster is ok
@@ -468,8 +486,9 @@ func clusterSettle(ctx context.Context, c *Cluster, within time.Duration) error 
 }
 
 // clusterFailover asks a replica of key's shard to take over
-// (CLUSTER FAILOVER in the given mode).
+// (CLUSTER FAILOVER in the given mode; "" is plain).
 func clusterFailover(ctx context.Context, c *Cluster, key, mode string) error {
+	mode = cmp.Or(mode, FailoverPlain)
 	if err := OneOf("failover mode", mode, FailoverModes); err != nil {
 		return err
 	}
@@ -517,15 +536,24 @@ func (c *Cluster) replicaOf(ctx context.Context, p Node) (Node, error) {
 }
 
 // clusterWatch polls the nodes every 100 ms and reports each shard whose
-// owner changed: Redis Cluster announces failovers on no channel a client
-// can subscribe to.
+// owner changed (slot-owner) and each node that says it changed role
+// (role: a demoted primary rejoining as a replica): Redis Cluster
+// announces neither on a channel a client can subscribe to.
 func clusterWatch(ctx context.Context, c *Cluster) (<-chan RoleChange, func(), error) {
-	first, err := c.owners(ctx)
+	first, roles, err := c.survey(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	out := make(chan RoleChange, 16)
+	send := func(ch RoleChange) bool {
+		select {
+		case out <- ch:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -539,7 +567,7 @@ func clusterWatch(ctx context.Context, c *Cluster) (<-chan RoleChange, func(), e
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			now, err := c.owners(ctx)
+			now, nowRoles, err := c.survey(ctx)
 			if err != nil {
 				continue
 			}
@@ -547,9 +575,21 @@ func clusterWatch(ctx context.Context, c *Cluster) (<-chan RoleChange, func(), e
 				if o.owner == "" || o.owner == last[i].owner {
 					continue
 				}
-				out <- RoleChange{From: last[i].owner, To: o.owner, Event: "slot-owner",
-					Raw: fmt.Sprintf("%s took slots %v from %s (config epoch %d)", o.owner, ranges[i], last[i].owner, o.epoch)}
+				if !send(RoleChange{From: last[i].owner, To: o.owner, Event: "slot-owner",
+					Detail: fmt.Sprintf("%s took slots %v from %s (config epoch %d)", o.owner, ranges[i], last[i].owner, o.epoch)}) {
+					return
+				}
 				last[i] = o
+			}
+			for _, n := range c.planned.nodes {
+				role, was := nowRoles[n], roles[n]
+				if role == "" || role == was {
+					continue
+				}
+				roles[n] = role
+				if was != "" && !send(RoleChange{To: n, Event: "role", Detail: fmt.Sprintf("%s is now %s (was %s)", n, role, was)}) {
+					return
+				}
 			}
 		}
 	}()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	stdnet "net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/internal/hashslot"
 )
 
 func startClusterTopology(t *testing.T, s cluster.Spec) (*cluster.Cluster, *faults.Network) {
@@ -29,32 +31,33 @@ func startClusterTopology(t *testing.T, s cluster.Spec) (*cluster.Cluster, *faul
 	return c, net
 }
 
-func TestSlotMatchesRedis(t *testing.T) {
-	// CLUSTER KEYSLOT's answers on Redis 7.0.
-	for key, want := range map[string]int{"lock:orders": 9244, "{lock:orders}:fence": 9244, "foo": 12182, "{user1000}.following": 3443, "a{}b": 13694} {
-		if got := cluster.Slot(key); got != want {
-			t.Errorf("Slot(%q) = %d, want %d", key, got, want)
+func TestKeyNamesSpreadOverShards(t *testing.T) {
+	spec := cluster.Spec{Topology: cluster.RedisCluster}
+	for _, stores := range []func(string) string{nil, func(k string) string { return "rueidislock:0:" + k }} {
+		keys := cluster.KeyNames(spec, "lock:orders", 6, stores)
+		seen := map[int]int{}
+		for i, k := range keys {
+			if stores != nil {
+				k = stores(k)
+			}
+			shard := hashslot.Of(k) * 3 / hashslot.Count
+			if shard != i%3 {
+				t.Errorf("key %d (%s) is in shard %d, want %d", i, k, shard, i%3)
+			}
+			seen[shard]++
+		}
+		if len(keys) != 6 || seen[0] != 2 || seen[1] != 2 || seen[2] != 2 {
+			t.Fatalf("keys %v by shard %v, want 2 in each of 3", keys, seen)
 		}
 	}
-	if got := cluster.SameSlot("lock:orders", ":fence"); got != "{lock:orders}:fence" {
-		t.Errorf("SameSlot = %q", got)
-	}
-	if got := cluster.SameSlot("{a}b", ":fence"); got != "{a}b:fence" {
-		t.Errorf("SameSlot keeps a tag: %q", got)
-	}
-}
-
-func TestKeyNamesSpreadOverShards(t *testing.T) {
-	keys := cluster.KeyNames(cluster.Spec{Topology: cluster.RedisCluster}, "lock:orders", 6)
-	seen := map[int]int{}
-	for _, k := range keys {
-		seen[cluster.Slot(k)*3/cluster.SlotCount]++
-	}
-	if len(keys) != 6 || seen[0] != 2 || seen[1] != 2 || seen[2] != 2 {
-		t.Fatalf("keys %v by shard %v, want 2 in each of 3", keys, seen)
-	}
-	if got := cluster.KeyNames(cluster.Spec{Topology: cluster.Single}, "k", 2); fmt.Sprint(got) != "[k:0 k:1]" {
+	if got := cluster.KeyNames(cluster.Spec{Topology: cluster.Single}, "k", 2, nil); fmt.Sprint(got) != "[k:0 k:1]" {
 		t.Fatalf("single: %v", got)
+	}
+	// A size the plan refuses names keys plainly rather than loop or panic.
+	for _, shards := range []int{-1, 2, 20000} {
+		if got := cluster.KeyNames(cluster.Spec{Topology: cluster.RedisCluster, Shards: shards}, "k", 2, nil); fmt.Sprint(got) != "[k:0 k:1]" {
+			t.Fatalf("--shards %d: %v", shards, got)
+		}
 	}
 }
 
@@ -97,7 +100,7 @@ func TestClusterFailsOverACutOffPrimary(t *testing.T) {
 			return (&stdnet.Dialer{}).DialContext(ctx, network, access.Dial[addr])
 		}})
 	defer cc.Close()
-	for _, k := range cluster.KeyNames(cluster.Spec{Topology: cluster.RedisCluster}, "k", 6) {
+	for _, k := range cluster.KeyNames(cluster.Spec{Topology: cluster.RedisCluster}, "k", 6, nil) {
 		if err := cc.Set(ctx, k, "v", 0).Err(); err != nil {
 			t.Fatalf("SET %s: %v", k, err)
 		}
@@ -120,14 +123,24 @@ func TestClusterFailsOverACutOffPrimary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	select {
-	case ch := <-changes:
-		t.Logf("%v after the cut: %s", time.Since(cut), ch.Raw)
-		if ch.From != "n2" || ch.To != "n5" || ch.Event != "slot-owner" {
-			t.Fatalf("change %+v, want n5 replacing n2", ch)
+	failedOver := time.After(15 * time.Second)
+	var roles []string
+	for takenOver := false; !takenOver; {
+		select {
+		case ch := <-changes:
+			t.Logf("%v after the cut: %s %s", time.Since(cut), ch.Event, ch.Detail)
+			switch ch.Event {
+			case "role":
+				roles = append(roles, ch.Detail)
+			case "slot-owner":
+				if ch.From != "n2" || ch.To != "n5" {
+					t.Fatalf("change %+v, want n5 replacing n2", ch)
+				}
+				takenOver = true
+			}
+		case <-failedOver:
+			t.Fatal("no failover within 15 s of cutting the primary off")
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("no failover within 15 s of cutting the primary off")
 	}
 	for _, name := range names {
 		net.Get(name).Heal()
@@ -135,10 +148,21 @@ func TestClusterFailsOverACutOffPrimary(t *testing.T) {
 	if err := c.Settle(ctx, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// Healed, n2 hears of the higher epoch and says it is n5's replica.
+	for !slices.Contains(roles, "n2 is now replica of n5 (was primary)") {
+		select {
+		case ch := <-changes:
+			if ch.Event == "role" {
+				roles = append(roles, ch.Detail)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no role change of n2 after healing; roles seen: %q", roles)
+		}
+	}
 	if q, err := c.Primary(ctx, key); err != nil || q.Name() != "n5" {
 		t.Fatalf("primary after healing: %v, %v", q, err)
 	}
-	if err := c.Failover(ctx, key, cluster.FailoverPlain); err != nil {
+	if err := c.Failover(ctx, key, ""); err != nil { // "" is plain, as the failover fault asks
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -244,7 +244,7 @@ func TestAuthGrantsAnyKey(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Close() })
 	rc := newClient(t, target(t, c, 0))
-	for _, k := range []string{key, key + ":fence", "rueidislock:0:" + key} {
+	for _, k := range []string{key, locks.FenceKey(key), "rueidislock:0:" + key} {
 		if err := rc.Set(ctx, k, "A", time.Second).Err(); err != nil {
 			t.Errorf("SET %q: %v", k, err)
 		}

@@ -291,9 +291,10 @@ func sentinelWatch(ctx context.Context, c *Cluster) (<-chan RoleChange, func(), 
 		defer close(out)
 		for m := range msgs {
 			// "<master> <old-ip> <old-port> <new-ip> <new-port>"
-			ch := RoleChange{Raw: m, Event: "switch-master"}
+			ch := RoleChange{Detail: m, Event: "switch-master"}
 			if f := strings.Fields(m); len(f) == 5 {
 				ch.From, ch.To = c.NodeAt(f[1]+":"+f[2]), c.NodeAt(f[3]+":"+f[4])
+				ch.Detail = fmt.Sprintf("%s replaced %s as primary", ch.To, ch.From)
 			}
 			out <- ch
 		}

@@ -57,10 +57,10 @@ type topology struct {
 	settle   func(ctx context.Context, c *Cluster, within time.Duration) error
 	failover func(ctx context.Context, c *Cluster, key, mode string) error
 	watch    func(ctx context.Context, c *Cluster) (<-chan RoleChange, func(), error)
-	// cutServes is how long a primary cut off from its peers goes on
+	// cutOffWrites is how long a primary cut off from its peers goes on
 	// taking writes (Redis Cluster: the node timeout, after which it sees
 	// itself in the minority); 0: until it is demoted.
-	cutServes time.Duration
+	cutOffWrites time.Duration
 }
 
 // startEachNode starts every planned node as it is, one after another:

@@ -329,8 +329,9 @@ type Env struct {
 	TTL        time.Duration
 	// Hold is how long a client keeps the lock after its write.
 	Hold time.Duration
-	// Key is the lock key the primary-side faults aim at: on a cluster,
-	// the shard whose slots hold it.
+	// Key is the key the primary-side faults aim at, where the lock keeps
+	// its grant on the (first) lock key: on a cluster, the shard whose slots
+	// hold it.
 	Key string
 	// Log reports progress to the person running the harness.
 	Log func(format string, args ...any)

@@ -32,9 +32,10 @@ func failoverHold(opts options.Values, rng *rand.Rand) time.Duration {
 	return hold(opts, rng, 5*time.Second, 7*time.Second)
 }
 
-// settle waits, outside the fault window, until the sentinels agree on a
-// primary again, so the next fault starts from a working topology. An
-// ending run does not wait: it settles once more before its final check.
+// settle waits, outside the fault window, until the topology has a
+// primary for every key again (Cluster.Settle), so the next fault starts
+// from a working topology. An ending run does not wait: it settles once
+// more before its final check.
 func settle(ctx context.Context, env *Env) {
 	if err := env.Cluster.Settle(ctx, 30*time.Second); err != nil && ctx.Err() == nil {
 		env.Log("warning: the topology did not settle after the fault: %v", err)
@@ -83,7 +84,7 @@ var partitionPrimary = Fault{
 		// back, well before the topology promotes a replica that still
 		// carries the old holder's key until it expires. The holder keeps
 		// its path to the primary so that its release lands there.
-		holder, when := awaitLastSecond(ctx, env)
+		holder, when := awaitBeforeRelease(ctx, env)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -107,12 +108,12 @@ var partitionPrimary = Fault{
 	},
 }
 
-// awaitLastSecond waits (at most 3 TTLs) for a grant, then until shortly
+// awaitBeforeRelease waits (at most 3 TTLs) for a grant, then until shortly
 // before that holder releases: a second, or, where a cut-off primary soon
-// refuses writes (CutServes), a third of that time, so that the next grant
+// refuses writes (CutOffWrites), a third of that time, so that the next grant
 // still lands on it. It returns the holder (-1 if none was seen) and says
 // what it saw.
-func awaitLastSecond(ctx context.Context, env *Env) (int, string) {
+func awaitBeforeRelease(ctx context.Context, env *Env) (int, string) {
 	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
 	defer cancel()
 	slot, err := env.Clients.AwaitGrant(wctx)
@@ -120,7 +121,7 @@ func awaitLastSecond(ctx context.Context, env *Env) (int, string) {
 		return -1, "(no grant seen)"
 	}
 	ahead := time.Second
-	if serves := env.Cluster.CutServes(); serves > 0 {
+	if serves := env.Cluster.CutOffWrites(); serves > 0 {
 		ahead = min(ahead, serves/3)
 	}
 	lead := max(env.Hold-ahead, 0)
@@ -298,9 +299,9 @@ func askFailover(ctx context.Context, env *Env, p cluster.Node, fault, mode, wha
 	return nil
 }
 
-// WatchRoles records every primary switch the topology announces as an
-// instant nemesis event ("switch-master"), until ctx ends. A topology
-// without failover has none.
+// WatchRoles records every primary switch the topology shows as an instant
+// nemesis event (switch-master, slot-owner, role), until ctx ends. A
+// topology without failover has none.
 func WatchRoles(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, log func(string, ...any)) {
 	if cl.Can(cluster.Failover) != nil {
 		return
@@ -313,16 +314,9 @@ func WatchRoles(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder,
 	go func() {
 		defer stop()
 		for ch := range changes {
-			detail, target := ch.Raw, ""
-			if ch.To != "" {
-				target, detail = ch.To, fmt.Sprintf("%s replaced %s as primary", ch.To, ch.From)
-				if ch.Event != "switch-master" {
-					detail = ch.Raw
-				}
-			}
 			e := rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: ch.Event,
-				Phase: history.Instant, Target: target, Detail: detail})
-			log("%7.3fs  %-13s %s", e.At().Seconds(), ch.Event, detail)
+				Phase: history.Instant, Target: ch.To, Detail: ch.Detail})
+			log("%7.3fs  %-13s %s", e.At().Seconds(), ch.Event, ch.Detail)
 		}
 	}()
 }

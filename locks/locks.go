@@ -21,7 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/internal/hashslot"
 	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/internal/version"
 )
@@ -57,7 +57,19 @@ type Recipe struct {
 	// Options are what the recipe takes after its name
 	// (redsync:tries=1); New finds their values in Config.Options.
 	Options []options.Spec
-	New     func(Config) Locker
+	// Stores is the key a grant of the lock on key lives in when that is
+	// not key itself (rueidislock:0:key); nil: key. On a cluster its slot
+	// decides the shard the lock's faults aim at.
+	Stores func(key string) string
+	New    func(Config) Locker
+}
+
+// StoreKey is the key a grant of the lock on key lives in (Stores).
+func (r Recipe) StoreKey(key string) string {
+	if r.Stores == nil {
+		return key
+	}
+	return r.Stores(key)
 }
 
 // Register adds a recipe from outside this package (a lock in another
@@ -269,7 +281,7 @@ func KeyPatterns(key string) []string {
 // FenceKey is the fenced recipe's counter for key: key:fence within key's
 // hash tag, so that on a cluster the two are in one slot and one script
 // can touch both ({lock}:fence beside lock; {a}b:fence beside {a}b).
-func FenceKey(key string) string { return cluster.SameSlot(key, ":fence") }
+func FenceKey(key string) string { return hashslot.Beside(key, ":fence") }
 
 // globEscape makes s match only itself as a Redis glob pattern.
 func globEscape(s string) string {
@@ -336,7 +348,11 @@ func NewClient(t Target, opTimeout time.Duration) *redis.Client {
 func NewClusterClient(t Target, opTimeout time.Duration) *redis.ClusterClient {
 	opts := t.options(opTimeout)
 	opts.Addrs = t.Addrs
-	c := redis.NewClusterClient(opts.Cluster())
+	cfg := opts.Cluster()
+	// Routing by key alone: go-redis's command routing policies ask the
+	// nodes for COMMAND first, which a lock client's ACL does not grant.
+	cfg.DisableRoutingPolicies = true
+	c := redis.NewClusterClient(cfg)
 	c.OnNewNode(func(node *redis.Client) { node.AddHook(sentOnce{}) })
 	return c
 }

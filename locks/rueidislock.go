@@ -46,7 +46,9 @@ var rueidislockRecipe = Recipe{
 	Library:    "github.com/redis/rueidis",
 	Summary:    "rueidis rueidislock as in its README (KeyMajority 1, NOLOOP): self-extending, lock-lost context via client-side caching",
 	Topologies: []string{"single", "sentinel", "cluster"},
-	Renews:     true,
+	// The library's first key for a lock (of 2·KeyMajority−1).
+	Stores: func(key string) string { return "rueidislock:0:" + key },
+	Renews: true,
 	Options: []options.Spec{
 		{Name: "majority", Kind: options.Int, Summary: "KeyMajority N: hold N of 2N-1 keys (library default 2; README: 1 for one instance)"},
 		{Name: "loop-tracking", Summary: "NoLoopTracking false (the library's default): each extend re-triggers the next, a busy loop"},

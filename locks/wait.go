@@ -39,7 +39,8 @@ func (l *waitLock) replicaWait() time.Duration {
 func (l *waitLock) Acquire(ctx context.Context, key, token string, ttl time.Duration) (Lease, error) {
 	node, err := primaryFor(ctx, l.Client, key)
 	if err != nil {
-		return Lease{}, err
+		// No slot map: nothing was sent.
+		return Lease{}, fmt.Errorf("%w: %v", ErrNotSent, err)
 	}
 	var set *redis.BoolCmd
 	var wait *redis.Cmd
@@ -51,7 +52,7 @@ func (l *waitLock) Acquire(ctx context.Context, key, token string, ttl time.Dura
 		})
 	})
 	if err := set.Err(); err != nil {
-		movedOn(ctx, l.Client, err)
+		reloadSlotsAfter(ctx, l.Client, err)
 		return Lease{}, err
 	}
 	if !set.Val() {
@@ -87,9 +88,10 @@ func primaryFor(ctx context.Context, c redis.UniversalClient, key string) (*redi
 	return nil, fmt.Errorf("no node client for %T", c)
 }
 
-// movedOn has a cluster client read the slot map again after a node said
-// the key is not its own (a node client does not follow MOVED itself).
-func movedOn(ctx context.Context, c redis.UniversalClient, err error) {
+// reloadSlotsAfter has a cluster client read the slot map again after a
+// node said the key is not its own or its shard has no primary now (a node
+// client does not follow MOVED itself).
+func reloadSlotsAfter(ctx context.Context, c redis.UniversalClient, err error) {
 	if cc, ok := c.(*redis.ClusterClient); ok && (strings.HasPrefix(err.Error(), "MOVED") || strings.HasPrefix(err.Error(), "CLUSTERDOWN")) {
 		cc.ReloadState(ctx)
 	}

@@ -85,8 +85,11 @@ func (a *analysis) line(p, stale int) StoryLine {
 	if e.IsNemesis() {
 		l.Fault = true
 		verb := "starts"
-		if e.Phase == history.End {
+		switch e.Phase {
+		case history.End:
 			verb = "ends"
+		case history.Instant:
+			verb = "seen"
 		}
 		l.Text = strings.TrimSpace(e.F+" "+e.Target) + " " + verb
 		if e.Detail != "" {

@@ -152,7 +152,13 @@ func newIndexPage(dir string, res Results, a *analysis, tables *history.Tables) 
 		Name: filepath.Base(filepath.Dir(dir)), Stamp: filepath.Base(dir),
 		Verdict: res.Valid.String(), Exit: res.Valid.ExitCode(),
 		Command: res.Command, Notes: res.Checker.Notes, Error: res.Error, Interrupted: res.Interrupted,
-		Faults: a.bands,
+	}
+	for _, b := range a.bands {
+		// The fault table lists what was injected; what was only seen
+		// (a failover) is on the plots and in the stories.
+		if !b.Observed {
+			p.Faults = append(p.Faults, b)
+		}
 	}
 	if t, err := time.Parse("20060102T150405", strings.SplitN(p.Stamp, "-", 2)[0]); err == nil {
 		p.Stamp = t.Format("2006-01-02 15:04:05")

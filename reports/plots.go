@@ -391,14 +391,12 @@ func (bp bandsPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	for _, b := range bp.bands {
 		x0, x1 := span(trX, b.Start, b.End, 1.5)
 		col := bp.colors[b.Fault]
-		edge := col
-		edge.A = 255
 		if b.Observed {
 			// An instant: a dashed line, darker than any band.
-			edge = observedColor(col)
-			c.StrokeLine2(draw.LineStyle{Color: edge, Width: 1.5, Dashes: []vg.Length{4, 2}}, x0, c.Min.Y, x0, c.Max.Y)
+			c.StrokeLine2(draw.LineStyle{Color: observedColor(col), Width: 1.5, Dashes: []vg.Length{4, 2}}, x0, c.Min.Y, x0, c.Max.Y)
 		} else {
 			fillRect(&c, col, x0, c.Min.Y, x1, c.Max.Y)
+			edge := col
 			edge.A = 200
 			c.StrokeLine2(draw.LineStyle{Color: edge, Width: 1}, x0, c.Min.Y, x0, c.Max.Y)
 		}

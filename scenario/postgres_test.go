@@ -124,7 +124,8 @@ func TestResourceSpecErrors(t *testing.T) {
 		{func(s *Spec) { s.Nemesis = "delay-write" }, "nemesis delay-write needs a database"},
 		{func(s *Spec) { s.Workload, s.Backend = WorkloadInventory, "docker" }, "it does not run with --backend docker yet"},
 		{func(s *Spec) { s.Idempotent = true }, "--idempotent makes the jobs workload's insert idempotent"},
-		{func(s *Spec) { s.Keys = 3 }, "only the jobs workload takes a number of keys"},
+		{func(s *Spec) { s.Workload, s.Keys = WorkloadInventory, 3 }, "--keys 3: the mutex and jobs workloads take a number of keys"},
+		{func(s *Spec) { s.Keys = -1 }, "--keys -1: the mutex and jobs workloads take a number of keys, at least 1"},
 	}
 	for _, c := range cases {
 		s := Defaults()

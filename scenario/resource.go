@@ -172,10 +172,20 @@ func lockKeyPatterns(s Spec) []string {
 }
 
 // lockKeys are the run's lock keys when it has several (--keys; the jobs
-// workload's queues): Key:<j>, on a cluster spread over the shards. None
-// means the one key, Key.
+// workload's queues): Key:<j>, on a cluster spread over the shards by the
+// slot of the key where the lock keeps its grant. None means the one key,
+// Key.
 func lockKeys(s Spec) []string {
-	return cluster.KeyNames(cluster.Spec{Topology: s.Topology, Shards: s.Shards}, s.Key, s.Keys)
+	return cluster.KeyNames(cluster.Spec{Topology: s.Topology, Shards: s.Shards}, s.Key, s.Keys, storeKey(s))
+}
+
+// storeKey is where the spec's lock keeps a grant on a key (the key itself
+// for an outside worker, or a lock the spec does not name right).
+func storeKey(s Spec) func(string) string {
+	if l, err := locks.ParseLock(s.Lock); err == nil {
+		return l.StoreKey
+	}
+	return nil
 }
 
 // startDatabase starts the run's PostgreSQL in dir, creates its tables and

@@ -192,9 +192,9 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	}
 	r.stopWork = sync.OnceValue(r.work.Stop)
 	r.env = &faults.Env{Cluster: cl, Net: r.net, Clients: r.work, Rec: rec, NumClients: spec.Clients,
-		TTL: spec.TTL.D(), Hold: spec.Hold.D(), Key: spec.Key, Log: logf}
+		TTL: spec.TTL.D(), Hold: spec.Hold.D(), Key: plan.Lock.StoreKey(spec.Key), Log: logf}
 	if keys := lockKeys(spec); len(keys) > 0 {
-		r.env.Key = keys[0]
+		r.env.Key = plan.Lock.StoreKey(keys[0])
 	}
 	return r, nil
 }
