@@ -44,9 +44,9 @@ func (c *Cluster) Settle(ctx context.Context, within time.Duration) error {
 // demoted (Sentinel).
 func (c *Cluster) CutOffWrites() time.Duration { return c.top.cutOffWrites }
 
-// RoleChange is a primary switch the topology announced or its nodes were
-// seen to make: To replaced From (From may be empty when the topology did
-// not say).
+// RoleChange is a change of roles the topology announced or its nodes were
+// seen to make: To replaced From as primary, or (role) To changed its own
+// role, with From empty.
 type RoleChange struct {
 	From, To string
 	// Event names the change as the history records it: switch-master

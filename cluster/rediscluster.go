@@ -395,11 +395,13 @@ func (c *Cluster) survey(ctx context.Context) ([]claim, map[string]string, error
 			byID[e.id] = e.name
 		}
 		for _, e := range v {
-			if e.myself() {
+			switch {
+			case !e.myself():
+			case e.isPrimary():
 				roles[n.Name()] = "primary"
-				if !e.isPrimary() {
-					roles[n.Name()] = "replica of " + cmp.Or(byID[e.master], e.master)
-				}
+			case byID[e.master] != "":
+				// A primary it cannot name yet (in a handshake) says nothing.
+				roles[n.Name()] = "replica of " + byID[e.master]
 			}
 			if !e.isPrimary() || e.name == "" {
 				continue
@@ -537,8 +539,9 @@ func (c *Cluster) replicaOf(ctx context.Context, p Node) (Node, error) {
 
 // clusterWatch polls the nodes every 100 ms and reports each shard whose
 // owner changed (slot-owner) and each node that says it changed role
-// (role: a demoted primary rejoining as a replica): Redis Cluster
-// announces neither on a channel a client can subscribe to.
+// (role: a replica promoted, a demoted primary rejoining as a replica, a
+// replica following a new primary): Redis Cluster announces neither on a
+// channel a client can subscribe to.
 func clusterWatch(ctx context.Context, c *Cluster) (<-chan RoleChange, func(), error) {
 	first, roles, err := c.survey(ctx)
 	if err != nil {

@@ -53,6 +53,11 @@ func TestKeyNamesSpreadOverShards(t *testing.T) {
 	if got := cluster.KeyNames(cluster.Spec{Topology: cluster.Single}, "k", 2, nil); fmt.Sprint(got) != "[k:0 k:1]" {
 		t.Fatalf("single: %v", got)
 	}
+	// A hash-tagged key keeps every key in its slot: named plainly, with no
+	// endless search for the other shards.
+	if got := cluster.KeyNames(spec, "{orders}", 3, nil); fmt.Sprint(got) != "[{orders}:0 {orders}:1 {orders}:2]" {
+		t.Fatalf("hash tag: %v", got)
+	}
 	// A size the plan refuses names keys plainly rather than loop or panic.
 	for _, shards := range []int{-1, 2, 20000} {
 		if got := cluster.KeyNames(cluster.Spec{Topology: cluster.RedisCluster, Shards: shards}, "k", 2, nil); fmt.Sprint(got) != "[k:0 k:1]" {

@@ -26,9 +26,9 @@ func shardRanges(shards int) []slotRange {
 // spread over the shards, key i in shard i mod shards, so that a fault on
 // one shard leaves the keys of the others alone; stores is where a lock
 // on a key keeps its grant (a recipe's own key beside it, or the key
-// itself when nil), whose slot decides. Elsewhere, and for a cluster size
-// the plan will refuse, they are base:0 … base:n-1. The spec needs no
-// started topology.
+// itself when nil), whose slot decides. Elsewhere, for a cluster size the
+// plan will refuse, and for a base key with a hash tag (every key in its
+// slot), they are base:0 … base:n-1. The spec needs no started topology.
 func KeyNames(s Spec, base string, n int, stores func(key string) string) []string {
 	if n <= 0 {
 		return nil
@@ -52,12 +52,18 @@ func KeyNames(s Spec, base string, n int, stores func(key string) string) []stri
 		want[i%shards]++
 	}
 	byShard := make([][]string, shards)
+	// A base key with a hash tag puts every candidate in the tag's slot:
+	// the search gives up and the keys stay in that one shard.
+	limit := 64*n*shards + 1024
 	for j, found := 0, 0; found < n; j++ {
+		if j == limit {
+			return KeyNames(Spec{}, base, n, nil)
+		}
 		name := fmt.Sprintf("%s:%d", base, j)
 		slot := hashslot.Of(stores(name))
-		for s, r := range ranges {
-			if r.has(slot) && len(byShard[s]) < want[s] {
-				byShard[s] = append(byShard[s], name)
+		for shard, r := range ranges {
+			if r.has(slot) && len(byShard[shard]) < want[shard] {
+				byShard[shard] = append(byShard[shard], name)
 				found++
 			}
 		}

@@ -300,23 +300,32 @@ func askFailover(ctx context.Context, env *Env, p cluster.Node, fault, mode, wha
 }
 
 // WatchRoles records every primary switch the topology shows as an instant
-// nemesis event (switch-master, slot-owner, role), until ctx ends. A
-// topology without failover has none.
-func WatchRoles(ctx context.Context, cl *cluster.Cluster, rec *history.Recorder, log func(string, ...any)) {
+// nemesis event (switch-master, slot-owner, role) until stop, which returns
+// once nothing more will be recorded: a run stops it before it reads its
+// history. A topology without failover has none.
+func WatchRoles(cl *cluster.Cluster, rec *history.Recorder, log func(string, ...any)) (stop func()) {
 	if cl.Can(cluster.Failover) != nil {
-		return
+		return func() {}
 	}
-	changes, stop, err := cl.WatchPrimary(ctx)
+	ctx, cancel := context.WithCancel(context.Background())
+	changes, release, err := cl.WatchPrimary(ctx)
 	if err != nil {
+		cancel()
 		log("warning: cannot watch role changes: %v", err)
-		return
+		return func() {}
 	}
+	done := make(chan struct{})
 	go func() {
-		defer stop()
+		defer close(done)
 		for ch := range changes {
 			e := rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: ch.Event,
 				Phase: history.Instant, Target: ch.To, Detail: ch.Detail})
 			log("%7.3fs  %-13s %s", e.At().Seconds(), ch.Event, ch.Detail)
 		}
 	}()
+	return func() {
+		cancel()
+		<-done
+		release()
+	}
 }

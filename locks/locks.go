@@ -350,7 +350,9 @@ func NewClusterClient(t Target, opTimeout time.Duration) *redis.ClusterClient {
 	opts.Addrs = t.Addrs
 	cfg := opts.Cluster()
 	// Routing by key alone: go-redis's command routing policies ask the
-	// nodes for COMMAND first, which a lock client's ACL does not grant.
+	// nodes for COMMAND first, which a lock client's ACL does not grant
+	// (go-redis marks the switch experimental; with ReadOnly off nothing
+	// else asks for COMMAND).
 	cfg.DisableRoutingPolicies = true
 	c := redis.NewClusterClient(cfg)
 	c.OnNewNode(func(node *redis.Client) { node.AddHook(sentOnce{}) })

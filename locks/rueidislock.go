@@ -46,7 +46,8 @@ var rueidislockRecipe = Recipe{
 	Library:    "github.com/redis/rueidis",
 	Summary:    "rueidis rueidislock as in its README (KeyMajority 1, NOLOOP): self-extending, lock-lost context via client-side caching",
 	Topologies: []string{"single", "sentinel", "cluster"},
-	// The library's first key for a lock (of 2·KeyMajority−1).
+	// The library's first key for a lock: with majority=N the grant is N
+	// of 2N−1 keys, on shards of their own, and faults follow this one.
 	Stores: func(key string) string { return "rueidislock:0:" + key },
 	Renews: true,
 	Options: []options.Spec{

@@ -242,9 +242,7 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	}
 	logf("%d clients running %s against %s for %v, nemesis %s", spec.Clients, spec.Lock, spec.Key, spec.TimeLimit, spec.Nemesis)
 
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	defer stopWatch()
-	faults.WatchRoles(watchCtx, r.cl, rec, logf)
+	defer faults.WatchRoles(r.cl, rec, logf)()
 	nctx, cancel := context.WithTimeout(ctx, spec.TimeLimit.D())
 	defer cancel()
 	// A client that cannot go on (a worker refused by the servers) ends
