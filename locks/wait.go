@@ -34,9 +34,22 @@ func (l *waitLock) replicaWait() time.Duration {
 	return min(100*time.Millisecond, l.OpTimeout/2)
 }
 
-// Acquire sends SET NX PX and WAIT in one pipeline, on one connection to
-// the key's primary: WAIT waits for the writes of its own connection.
+// Acquire sends SET NX PX, then WAIT. WAIT waits for the writes of its own
+// connection: one client's two commands in a row reuse its idle
+// connection, but a cluster client routes WAIT, which has no key, to no
+// particular node, so there the two go in one pipeline on the key's
+// primary.
 func (l *waitLock) Acquire(ctx context.Context, key, token string, ttl time.Duration) (Lease, error) {
+	if _, sharded := l.Client.(*redis.ClusterClient); !sharded {
+		lease, err := setNXPX(ctx, l.Config, key, token, ttl)
+		if err != nil {
+			return lease, err
+		}
+		acks, err := command(ctx, l.OpTimeout, func(ctx context.Context) (int64, error) {
+			return l.Client.Do(ctx, "WAIT", 1, l.replicaWait().Milliseconds()).Int64()
+		})
+		return l.acknowledged(lease, acks, err)
+	}
 	node, err := primaryFor(ctx, l.Client, key)
 	if err != nil {
 		// No slot map: nothing was sent.
@@ -58,8 +71,13 @@ func (l *waitLock) Acquire(ctx context.Context, key, token string, ttl time.Dura
 	if !set.Val() {
 		return Lease{}, ErrBusy
 	}
-	lease := Lease{Key: key, Token: token, Valid: ttl}
 	acks, err := wait.Int64()
+	return l.acknowledged(Lease{Key: key, Token: token, Valid: ttl}, acks, err)
+}
+
+// acknowledged is the grant's lease, refused (ErrUnreplicated) unless a
+// replica acknowledged it.
+func (l *waitLock) acknowledged(lease Lease, acks int64, err error) (Lease, error) {
 	if err != nil {
 		return lease, fmt.Errorf("%w: WAIT: %v", ErrUnreplicated, err)
 	}
@@ -75,15 +93,11 @@ func (l *waitLock) Release(ctx context.Context, lease Lease) error {
 
 func (l *waitLock) Close() {}
 
-// primaryFor is the client of the one node that serves key: on a cluster
-// its shard's primary, as the cluster client's slot map has it; otherwise
-// the client itself.
+// primaryFor is the client of a cluster's node that serves key, its
+// shard's primary, as the cluster client's slot map has it.
 func primaryFor(ctx context.Context, c redis.UniversalClient, key string) (*redis.Client, error) {
-	switch c := c.(type) {
-	case *redis.ClusterClient:
-		return c.MasterForKey(ctx, key)
-	case *redis.Client:
-		return c, nil
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.MasterForKey(ctx, key)
 	}
 	return nil, fmt.Errorf("no node client for %T", c)
 }
