@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/locks"
 )
@@ -77,8 +79,17 @@ func Main(args []string, recipes ...locks.Recipe) int {
 			return exitHarness
 		}
 	}
+	// go-redis logs failed dials and reconnects to stderr, from the
+	// harness's own queries too (a node it just killed); the history and
+	// the progress lines already say what happened.
+	redis.SetLogger(silent{})
 	return run(args, os.Stdout, os.Stderr)
 }
+
+// silent is go-redis's logger with nothing to say.
+type silent struct{}
+
+func (silent) Printf(context.Context, string, ...any) {}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {

@@ -1,14 +1,11 @@
 package harness
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -26,9 +23,6 @@ func cmdWorker(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return fs.fail(stderr, "unexpected argument %q", pos[0])
 	}
-	// go-redis logs reconnects to stderr; the history already says what
-	// happened, so silence it.
-	redis.SetLogger(silent{})
 	// A worker is a child of the harness; Ctrl-C is the harness's to handle.
 	signal.Ignore(syscall.SIGINT)
 	if err := workloads.RunWorker(os.Stdin, os.Stdout, cfg); err != nil {
@@ -37,7 +31,3 @@ func cmdWorker(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
-
-type silent struct{}
-
-func (silent) Printf(context.Context, string, ...any) {}
