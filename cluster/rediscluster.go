@@ -174,13 +174,13 @@ func startRedisCluster(ctx context.Context, c *Cluster) error {
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
-	return c.formCluster(ctx, busPorts)
+	return c.formCluster(ctx)
 }
 
 // formCluster does what redis-cli --cluster create does: a config epoch
 // per node, the slots to the primaries, every node met, the replicas
 // attached; then it waits for the cluster to say it is whole.
-func (c *Cluster) formCluster(ctx context.Context, busPorts map[string]int) error {
+func (c *Cluster) formCluster(ctx context.Context) error {
 	ranges := shardRanges(c.planned.shards)
 	ids := map[string]string{}
 	for i, n := range c.Nodes {

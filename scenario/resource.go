@@ -152,20 +152,20 @@ type database struct {
 	schema resource.Schema
 }
 
-// schemaOf is the tables a spec's workload needs.
-func schemaOf(s Spec) resource.Schema {
+// schemaOf is the tables a planned workload needs: jobs, a queue per key.
+func schemaOf(p Plan) resource.Schema {
 	var keys []string
-	if s.Workload == WorkloadJobs {
-		keys = lockKeys(s)
+	if p.Spec.Workload == WorkloadJobs {
+		keys = p.Keys
 	}
-	return resource.Schema{Workload: s.Workload, Keys: keys, Idempotent: s.Idempotent}
+	return resource.Schema{Workload: p.Spec.Workload, Keys: keys, Idempotent: p.Spec.Idempotent}
 }
 
 // lockKeyPatterns are the keys a run's clients may touch, for the ACL of
 // --auth: the lock's key, and every key of --keys.
-func lockKeyPatterns(s Spec) []string {
-	patterns := locks.KeyPatterns(s.Key)
-	for _, k := range lockKeys(s) {
+func lockKeyPatterns(key string, keys []string) []string {
+	patterns := locks.KeyPatterns(key)
+	for _, k := range keys {
 		patterns = append(patterns, locks.KeyPatterns(k)...)
 	}
 	return patterns
@@ -190,12 +190,12 @@ func storeKey(s Spec) func(string) string {
 
 // startDatabase starts the run's PostgreSQL in dir, creates its tables and
 // one link to it per client slot.
-func startDatabase(ctx context.Context, s Spec, dir string, net *faults.Network, slots int) (*database, error) {
+func startDatabase(ctx context.Context, p Plan, dir string, net *faults.Network, slots int) (*database, error) {
 	srv, err := resource.StartPostgres(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	db := &database{srv: srv, schema: schemaOf(s)}
+	db := &database{srv: srv, schema: schemaOf(p)}
 	if err := resource.Prepare(ctx, srv.Addr, db.schema); err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("postgres: %w", err)

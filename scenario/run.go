@@ -152,7 +152,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	// before any Redis node starts.
 	if spec.Resource == resource.Postgres {
 		logf("starting PostgreSQL for the %s workload", spec.Workload)
-		if r.db, err = startDatabase(ctx, spec, filepath.Join(dir, "postgres"), r.net, spec.Clients+1); err != nil {
+		if r.db, err = startDatabase(ctx, plan, filepath.Join(dir, "postgres"), r.net, spec.Clients+1); err != nil {
 			return r, err
 		}
 	}
@@ -176,7 +176,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	r.work, err = workloads.StartMutex(workloads.MutexConfig{
 		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed,
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends,
-		Database: r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: lockKeys(spec),
+		Database: r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: plan.Keys,
 		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
 		Hello: func(slot int) workloads.Hello {
 			h := hello(spec, cl.Shape(), access[slot], slot, workloads.DefaultReplyWithin.Milliseconds())
@@ -193,8 +193,8 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	r.stopWork = sync.OnceValue(r.work.Stop)
 	r.env = &faults.Env{Cluster: cl, Net: r.net, Clients: r.work, Rec: rec, NumClients: spec.Clients,
 		TTL: spec.TTL.D(), Hold: spec.Hold.D(), Key: plan.Lock.StoreKey(spec.Key), Log: logf}
-	if keys := lockKeys(spec); len(keys) > 0 {
-		r.env.Key = plan.Lock.StoreKey(keys[0])
+	if len(plan.Keys) > 0 {
+		r.env.Key = plan.Lock.StoreKey(plan.Keys[0])
 	}
 	return r, nil
 }

@@ -187,6 +187,9 @@ type Plan struct {
 	Nemesis faults.Nemesis
 	// Statement is the user's write statement (--write-sql), checked.
 	Statement *resource.Statement
+	// Keys are the run's lock keys when it has several (lockKeys); none
+	// means the one key, Spec.Key.
+	Keys []string
 }
 
 // TargetKeyPrefix starts every key a run writes on a --target.
@@ -210,8 +213,9 @@ func (s Spec) Resolve() (Plan, error) {
 		// a prefix of their own.
 		s.Key = TargetKeyPrefix + s.Key
 	}
+	keys := lockKeys(s)
 	cl, err := cluster.New(cluster.Spec{Topology: s.Topology, Target: s.Target, Backend: s.Backend, Image: s.Image, Persistence: s.Persistence,
-		Nodes: s.Nodes, Shards: s.Shards, Replicas: s.Replicas, Clock: nemesis.NeedsClock(), Auth: s.Auth, TLS: s.TLS, LockKeys: lockKeyPatterns(s)})
+		Nodes: s.Nodes, Shards: s.Shards, Replicas: s.Replicas, Clock: nemesis.NeedsClock(), Auth: s.Auth, TLS: s.TLS, LockKeys: lockKeyPatterns(s.Key, keys)})
 	errs = append(errs, err)
 	lockName := s.Lock
 	switch {
@@ -291,7 +295,7 @@ func (s Spec) Resolve() (Plan, error) {
 			s.Name = s.nameWith(p.Worker.Name)
 		}
 	}
-	p.Spec, p.Cluster = s, cl
+	p.Spec, p.Cluster, p.Keys = s, cl, keys
 	return p, nil
 }
 
