@@ -47,6 +47,10 @@ type checker struct {
 	ops    []history.Op
 	slack  int64
 	faults []fault
+	// horizon is when an audit of a history still being recorded was
+	// taken (AuditPrefix): a lease not yet released may end there. 0 for
+	// a whole history.
+	horizon int64
 
 	// acquires maps key+token to its acquire attempt, a granted one if the
 	// token was (wrongly) used twice.

@@ -170,6 +170,9 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool) (*l
 	if l.release != nil && l.release.InvT < l.certEnd {
 		l.certEnd, l.certBy = l.release.InvT, l.release
 	}
+	if c.horizon > 0 && l.certEnd > c.horizon {
+		l.certEnd = c.horizon
+	}
 	if l.certEnd != history.Forever {
 		l.certEnd -= c.slack
 	}

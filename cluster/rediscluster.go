@@ -76,6 +76,7 @@ var redisCluster = topology{
 	},
 	primary:      clusterPrimary,
 	settle:       clusterSettle,
+	asPlanned:    clusterAsPlanned,
 	failover:     clusterFailover,
 	watch:        clusterWatch,
 	cutOffWrites: clusterNodeTimeout,

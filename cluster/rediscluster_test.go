@@ -167,6 +167,9 @@ func TestClusterFailsOverACutOffPrimary(t *testing.T) {
 	if q, err := c.Primary(ctx, key); err != nil || q.Name() != "n5" {
 		t.Fatalf("primary after healing: %v, %v", q, err)
 	}
+	if did, err := c.Reset(ctx, 2*time.Second); err == nil || !strings.Contains(err.Error(), "shard 2 is owned by n5, not n2") {
+		t.Errorf("Reset with n5 owning n2's slots: %q, %v; want refused", did, err)
+	}
 	if err := c.Failover(ctx, key, ""); err != nil { // "" is plain, as the failover fault asks
 		t.Fatal(err)
 	}
@@ -179,5 +182,15 @@ func TestClusterFailsOverACutOffPrimary(t *testing.T) {
 			t.Fatal("CLUSTER FAILOVER on n2 did not give it its slots back within 10 s")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// Roles as started again: the reset proves it and empties every node.
+	did, err := c.Reset(ctx, 15*time.Second)
+	if err != nil || !strings.Contains(did, "3 primaries flushed") {
+		t.Fatalf("Reset after the failback: %q, %v", did, err)
+	}
+	for _, n := range c.Nodes {
+		if size, err := c.Do(ctx, n, "DBSIZE"); err != nil || size != int64(0) {
+			t.Errorf("%s after Reset: DBSIZE %v, %v", n.Name(), size, err)
+		}
 	}
 }

@@ -39,11 +39,12 @@ var sentinel = topology{
 		}
 		return plan{nodes: []string{"n1", "n2", "n3"}, sentinels: []string{"s1", "s2", "s3"}}, nil
 	},
-	start:    startSentinel,
-	primary:  sentinelPrimary,
-	settle:   sentinelSettle,
-	failover: sentinelFailover,
-	watch:    sentinelWatch,
+	start:     startSentinel,
+	primary:   sentinelPrimary,
+	settle:    sentinelSettle,
+	asPlanned: sentinelAsPlanned,
+	failover:  sentinelFailover,
+	watch:     sentinelWatch,
 	access: func(c *Cluster, link func(string) string) ClientAccess {
 		a := ClientAccess{Master: masterName, Dial: map[string]string{}}
 		for _, s := range c.planned.sentinels {

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +63,33 @@ func TestSentinelPromotesAReplicaWhenThePrimaryIsCutOff(t *testing.T) {
 	l.Heal()
 	if err := c.Settle(ctx, 30*time.Second); err != nil {
 		t.Fatalf("after heal: %v", err)
+	}
+	// The primary moved for good: no reset can make this a fresh topology.
+	if did, err := c.Reset(ctx, 5*time.Second); err == nil || !strings.Contains(err.Error(), "is the primary, not n1") {
+		t.Errorf("Reset after a failover: %q, %v; want refused, naming the primary", did, err)
+	}
+}
+
+// TestResetEmptiesAFreshSentinelTopology: keys written to the primary are
+// gone from every node after Reset, which proves n1 still the primary.
+func TestResetEmptiesAFreshSentinelTopology(t *testing.T) {
+	c, _ := startSentinelTopology(t)
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c"} {
+		if _, err := c.Do(ctx, c.Nodes[0], "SET", k, "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	did, err := c.Reset(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(did, "1 primaries flushed") {
+		t.Errorf("reset said %q", did)
+	}
+	for _, n := range c.Nodes {
+		if size, err := c.Do(ctx, n, "DBSIZE"); err != nil || size != int64(0) {
+			t.Errorf("%s after Reset: DBSIZE %v, %v", n.Name(), size, err)
+		}
 	}
 }

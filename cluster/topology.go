@@ -57,6 +57,9 @@ type topology struct {
 	settle   func(ctx context.Context, c *Cluster, within time.Duration) error
 	failover func(ctx context.Context, c *Cluster, key, mode string) error
 	watch    func(ctx context.Context, c *Cluster) (<-chan RoleChange, func(), error)
+	// asPlanned waits (within ctx) until the roles are as start left them,
+	// or says why they are not (Reset); nil: every node a primary.
+	asPlanned func(ctx context.Context, c *Cluster) error
 	// cutOffWrites is how long a primary cut off from its peers goes on
 	// taking writes (Redis Cluster: the node timeout, after which it sees
 	// itself in the minority); 0: until it is demoted.

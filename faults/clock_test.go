@@ -23,7 +23,10 @@ func (c grantingClients) Freeze(ctx context.Context, point string) (int, func() 
 func (c grantingClients) RecipePoint() string                           { return "" }
 func (c grantingClients) AwaitGrant(ctx context.Context) (int, error)   { return c.slot, nil }
 func (c grantingClients) AwaitRelease(ctx context.Context) (int, error) { return c.slot, nil }
-func (c grantingClients) Frozen() []int                                 { return nil }
+func (c grantingClients) AwaitHolder(ctx context.Context) (int, time.Duration, error) {
+	return c.slot, 0, nil
+}
+func (c grantingClients) Frozen() []int { return nil }
 
 func startClockNode(t *testing.T) cluster.Node {
 	t.Helper()

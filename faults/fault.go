@@ -346,6 +346,9 @@ type Clients interface {
 	RecipePoint() string
 	// AwaitGrant returns the slot of the next client granted the lock.
 	AwaitGrant(ctx context.Context) (int, error)
+	// AwaitHolder returns the client holding the lock now and for how
+	// long it has held it, or the next client granted it (held 0).
+	AwaitHolder(ctx context.Context) (slot int, held time.Duration, err error)
 	// AwaitRelease returns the slot of the next client that released it.
 	AwaitRelease(ctx context.Context) (int, error)
 	// Frozen lists the slots of clients stopped at a pause point now.

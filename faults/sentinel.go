@@ -116,17 +116,23 @@ var partitionPrimary = Fault{
 func awaitBeforeRelease(ctx context.Context, env *Env) (int, string) {
 	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
 	defer cancel()
-	slot, err := env.Clients.AwaitGrant(wctx)
-	if err != nil {
-		return -1, "(no grant seen)"
-	}
 	ahead := time.Second
 	if serves := env.Cluster.CutOffWrites(); serves > 0 {
 		ahead = min(ahead, serves/3)
 	}
-	lead := max(env.Hold-ahead, 0)
+	// The holder of now will do if it still has that long to hold;
+	// otherwise the next one.
+	slot, held, err := env.Clients.AwaitHolder(wctx)
+	if err == nil && held > env.Hold-ahead {
+		slot, err = env.Clients.AwaitGrant(wctx)
+		held = 0
+	}
+	if err != nil {
+		return -1, "(no grant seen)"
+	}
+	lead := max(env.Hold-ahead-held, 0)
 	sleep(ctx, lead)
-	return slot, fmt.Sprintf("%v after client %d acquired the lock", lead.Round(time.Millisecond), slot)
+	return slot, fmt.Sprintf("%v after client %d acquired the lock", (held + lead).Round(time.Millisecond), slot)
 }
 
 // splitBrain partitions the primary and some clients from the majority:

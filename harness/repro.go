@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
@@ -28,6 +29,9 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	verbose := c.Bool("v", false, "print each run's progress lines")
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human lines go to stderr)")
 	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per seed, the anomaly narrative as its text")
+	stopFlag := stopOnFlag(c, "expected")
+	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many seeds run at once, each on a topology of its own (default: one per core)")
+	reuse := c.Bool("reuse", true, "reset a finished seed's topology for the next seed instead of starting another (a topology whose reset cannot be proven is replaced by a fresh one)")
 	override := overrideFlags(c)
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
@@ -40,6 +44,8 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		return c.fail(stderr, "one scenario at a time, got %q", pos)
 	case *seeds < 1:
 		return c.fail(stderr, "--seeds must be at least 1, got %d", *seeds)
+	case *parallel < 1:
+		return c.fail(stderr, "--parallel must be at least 1, got %d", *parallel)
 	}
 	entry, err := scenario.Lookup(pos[0])
 	if err != nil {
@@ -51,6 +57,10 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		return c.fail(stderr, "%v", err)
 	}
 	entry.Spec = plan.Spec // defaults filled in, for the lines below
+	stopKinds, err := stopOn(*stopFlag, &entry.Expect)
+	if err != nil {
+		return c.fail(stderr, "%v", err)
+	}
 
 	ctx, stop := interruptible(stderr)
 	defer stop()
@@ -65,56 +75,83 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	suite := reports.Suite{Name: "repro " + entry.Name, Started: start, Planned: *seeds}
 	row := reports.SuiteRow{Scenario: entry.Name, Spec: entry.Spec.Line(), Expect: entry.Expect.String()}
-	var took []time.Duration
-	var runs []reports.Results
+	took := make([]time.Duration, *seeds)
+	cells := make([]*reports.SuiteCell, *seeds)
+	results := make([]*reports.Results, *seeds)
 	met := 0
-	interrupted := false
-	for i := 0; i < *seeds; i++ {
-		plan.Spec.Seed = *first + int64(i)
-		spec := plan.Spec
-		opt := scenario.Options{Store: *store, CheckTimeout: *checkTimeout}
+	var mu sync.Mutex
+	var pool *scenario.Topologies
+	if *reuse {
+		pool = scenario.NewTopologies()
+		defer pool.Close()
+	}
+	scenario.Lanes(ctx, *seeds, *parallel, func(i int) {
+		p := plan
+		p.Spec.Seed = *first + int64(i)
+		opt := scenario.Options{Store: *store, CheckTimeout: *checkTimeout, StopOn: stopKinds, Reuse: pool}
 		if *verbose {
 			opt.Progress = stderr
 		}
 		runStart := time.Now()
-		res, err := scenario.Run(ctx, plan, opt)
-		took = append(took, time.Since(runStart))
-		cell := reports.SuiteCell{Seed: spec.Seed, Seconds: took[i].Seconds(), Run: res.Dir}
-		if ctx.Err() != nil {
-			fmt.Fprintf(out, "  interrupted during seed %d; %d of %d seeds met the expectation so far\n", spec.Seed, met, i)
+		res, err := scenario.Run(ctx, p, opt)
+		mu.Lock()
+		defer mu.Unlock()
+		took[i] = time.Since(runStart)
+		cell := reports.SuiteCell{Seed: p.Spec.Seed, Seconds: took[i].Seconds(), Run: res.Dir}
+		cells[i] = &cell
+		switch {
+		case ctx.Err() != nil:
 			cell.Verdict = "interrupted"
-			row.Cells = append(row.Cells, cell)
-			interrupted = true
-			break
-		}
-		if err != nil {
-			fmt.Fprintf(out, "  seed %-4d harness error: %v\n", spec.Seed, err)
+			fmt.Fprintf(out, "  seed %-4d interrupted\n", p.Spec.Seed)
+		case err != nil:
+			fmt.Fprintf(out, "  seed %-4d harness error: %v\n", p.Spec.Seed, err)
 			cell.Verdict, cell.Error = "error", err.Error()
-			row.Cells = append(row.Cells, cell)
-			suite.Missed++
+		default:
+			results[i] = &res.Results
+			ok, why := entry.Expect.Met(res.Results)
+			cell.Verdict, cell.Anomalies, cell.Met, cell.Why = res.Results.Valid.String(), res.Results.Anomalies, &ok, why
+			cell.Narrative = reports.FirstFindings(res.Results)
+			mark := "met"
+			if ok {
+				met++
+			} else {
+				mark = "MISSED: " + why
+			}
+			if res.Results.StoppedEarly != "" {
+				mark += " (stopped early: " + res.Results.StoppedEarly + ")"
+			}
+			fmt.Fprintf(out, "  seed %-4d %-8s %s  %5.1fs  %s  %s\n", p.Spec.Seed, res.Results.Valid, anomalyLine(res.Results), took[i].Seconds(), mark, res.Dir)
+		}
+	})
+	interrupted := ctx.Err() != nil
+	var runs []reports.Results
+	var ran []time.Duration
+	for i, cell := range cells {
+		if cell == nil {
 			continue
 		}
-		runs = append(runs, res.Results)
-		ok, why := entry.Expect.Met(res.Results)
-		cell.Verdict, cell.Anomalies, cell.Met, cell.Why = res.Results.Valid.String(), res.Results.Anomalies, &ok, why
-		cell.Narrative = reports.FirstFindings(res.Results)
-		row.Cells = append(row.Cells, cell)
-		mark := "met"
-		if ok {
-			met++
-			suite.Met++
-		} else {
-			mark = "MISSED: " + why
+		row.Cells = append(row.Cells, *cell)
+		ran = append(ran, took[i])
+		if results[i] != nil {
+			runs = append(runs, *results[i])
+			if cell.Met != nil && *cell.Met {
+				suite.Met++
+			} else {
+				suite.Missed++
+			}
+		} else if cell.Verdict == "error" {
 			suite.Missed++
 		}
-		fmt.Fprintf(out, "  seed %-4d %-8s %s  %5.1fs  %s  %s\n", spec.Seed, res.Results.Valid, anomalyLine(res.Results), took[i].Seconds(), mark, res.Dir)
+	}
+	if interrupted {
+		fmt.Fprintf(out, "  interrupted; %d of %d seeds met the expectation so far\n", met, len(runs))
 	}
 	suite.Rows = []reports.SuiteRow{row}
 	suite.WallSec = time.Since(start).Seconds()
 	suite.Complete = !interrupted
 	suite.Passed = !interrupted && met == *seeds
 	if !interrupted {
-		fmt.Fprintf(out, "%d of %d seeds met %q; median %.1fs per seed\n", met, *seeds, entry.Expect.String(), median(took).Seconds())
+		fmt.Fprintf(out, "%d of %d seeds met %q; median %.1fs per seed, %.1fs in all (%d at once)\n", met, *seeds, entry.Expect.String(), median(ran).Seconds(), time.Since(start).Seconds(), max(1, min(*parallel, *seeds)))
 		fmt.Fprintf(out, "  rates: %s\n", rates(runs))
 		if entry.Compare != "" {
 			if other := storedRuns(*store, entry.Compare); len(other) > 0 {

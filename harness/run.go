@@ -23,12 +23,20 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	quiet := c.Bool("quiet", false, "no progress lines, only the summary")
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human summary goes to stderr)")
 	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
+	stopFlag := stopOnFlag(c, "off")
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
 		return c.fail(stderr, "unexpected argument %q", pos[0])
+	}
+	if *stopFlag == "expected" {
+		return c.fail(stderr, "--stop-on-anomaly expected: a run has no expectation (repro and suite do); name the anomalies, any or off")
+	}
+	stopKinds, err := stopOn(*stopFlag, nil)
+	if err != nil {
+		return c.fail(stderr, "%v", err)
 	}
 	if !c.set("seed") {
 		spec.Seed = time.Now().UnixNano() % 1_000_000
@@ -49,7 +57,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(stderr)
 	defer stop()
 	defer proc.KillAll()
-	opt := scenario.Options{Store: *store, CheckTimeout: *checkTimeout}
+	opt := scenario.Options{Store: *store, CheckTimeout: *checkTimeout, StopOn: stopKinds}
 	if !*quiet {
 		opt.Progress = stderr
 	}

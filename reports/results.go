@@ -34,6 +34,9 @@ type Results struct {
 	Error string `json:"error,omitempty"`
 	// Interrupted is set when the run was stopped before it finished.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// StoppedEarly names the anomaly that ended the run before its time
+	// limit, and when (--stop-on-anomaly).
+	StoppedEarly string `json:"stopped_early,omitempty"`
 	// Provenance says what ran: absent for a history recorded elsewhere.
 	Provenance *Provenance `json:"provenance,omitempty"`
 
@@ -67,6 +70,9 @@ type Provenance struct {
 	// Servers is every node's and sentinel's redis-server version, as the
 	// server itself reported it, with the binary or image it ran from.
 	Servers map[string]string `json:"servers,omitempty"`
+	// Topology is "fresh" for a topology started for the run, or which
+	// earlier run's topology it reused and how that was reset.
+	Topology string `json:"topology,omitempty"`
 	// Libraries are the lock libraries compiled into the harness, by Go
 	// module, with their versions.
 	Libraries map[string]string `json:"libraries,omitempty"`
@@ -83,12 +89,16 @@ type Meta struct {
 	Error string
 	// Interrupted runs stopped before their time limit and liveness check.
 	Interrupted bool
-	Provenance  *Provenance
+	// StoppedEarly says which anomaly, certain during the run, ended it
+	// before its time limit (--stop-on-anomaly); the run still healed and
+	// checked liveness.
+	StoppedEarly string
+	Provenance   *Provenance
 }
 
 // MetaOf recovers the meta of an earlier results.json.
 func MetaOf(r Results) Meta {
-	return Meta{Seed: r.Seed, Spec: r.Spec, Command: r.Command, Error: r.Error, Interrupted: r.Interrupted, Provenance: r.Provenance}
+	return Meta{Seed: r.Seed, Spec: r.Spec, Command: r.Command, Error: r.Error, Interrupted: r.Interrupted, StoppedEarly: r.StoppedEarly, Provenance: r.Provenance}
 }
 
 // Conclude checks a history and assembles results.json. A run the harness
@@ -108,6 +118,9 @@ func Conclude(events []history.Event, meta Meta, opts checker.Options) (Results,
 		}
 		r.Notes = append(r.Notes, "the run was interrupted before it finished")
 	}
+	if meta.StoppedEarly != "" {
+		r.Notes = append(r.Notes, "the run stopped before its time limit: "+meta.StoppedEarly+" (--stop-on-anomaly); it healed and checked liveness as usual")
+	}
 	spec := meta.Spec
 	if spec == nil {
 		spec = json.RawMessage("{}")
@@ -116,7 +129,7 @@ func Conclude(events []history.Event, meta Meta, opts checker.Options) (Results,
 		Schema: ResultsSchema, Provenance: meta.Provenance,
 		Valid: r.Valid, Anomalies: r.Anomalies, Fencing: r.Fencing, Stats: r.Stats,
 		Seed: meta.Seed, Spec: spec, Command: meta.Command, Faults: faultCounts(events),
-		Error: meta.Error, Interrupted: meta.Interrupted, check: r,
+		Error: meta.Error, Interrupted: meta.Interrupted, StoppedEarly: meta.StoppedEarly, check: r,
 		Checker: CheckerReport{Linearizability: r.Linearizability, Liveness: r.Liveness, Counter: r.Counter, Database: r.Database, Findings: r.Findings, Notes: r.Notes, Unjudged: r.Unjudged,
 			SlackMs: float64(opts.Slack) / float64(time.Millisecond)},
 	}, nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -50,7 +51,12 @@ func newStampDir(base string, now time.Time) (string, error) {
 
 // pointLatest swaps store/latest atomically: a new link, then a rename over
 // the old one, so a reader never finds it missing.
+var latestMu sync.Mutex
+
 func pointLatest(store, dir string) error {
+	// Runs going at once (repro --parallel) share the temporary name.
+	latestMu.Lock()
+	defer latestMu.Unlock()
 	rel, err := filepath.Rel(store, dir)
 	if err != nil {
 		return err

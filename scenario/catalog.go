@@ -69,6 +69,25 @@ func (e Expect) Met(r reports.Results) (bool, string) {
 	return true, ""
 }
 
+// StopOn is what a run meeting the expectation can stop early on: an
+// unsafe scenario's anomaly (every online one when it names none, or when
+// it names one only the whole history shows); nothing for a safe one,
+// which must run its course to pass.
+func (e Expect) StopOn() []string {
+	if !e.Unsafe {
+		return nil
+	}
+	if e.Anomaly == "" {
+		return checker.OnlineAnomalies
+	}
+	for _, a := range checker.OnlineAnomalies {
+		if a == e.Anomaly {
+			return []string{a}
+		}
+	}
+	return nil
+}
+
 func entrySpec(topology, lock, nemesis string, ttl, hold, limit time.Duration) Spec {
 	s := Defaults()
 	s.Topology, s.Lock, s.Nemesis = topology, lock, nemesis

@@ -33,6 +33,15 @@ type Options struct {
 	Progress io.Writer
 	// CheckTimeout bounds the linearizability check (0: the checker's default).
 	CheckTimeout time.Duration
+	// StopOn are the anomalies (checker.OnlineAnomalies) that end the run
+	// as soon as an audit during the run is certain of one; the run then
+	// heals, checks liveness and is checked offline as usual. Empty: every
+	// run lasts its time limit.
+	StopOn []string
+	// Reuse, when set, lends the run a kept topology of the same start,
+	// reset, and keeps the run's topology afterwards (see Topologies);
+	// runs with a database start fresh.
+	Reuse *Topologies
 }
 
 // Outcome is a finished run.
@@ -91,7 +100,8 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	rec := history.NewRecorder(histFile)
 
 	prov := &reports.Provenance{Harness: version.Harness(), Go: version.Go(), Libraries: locks.LibraryVersions()}
-	tables, runErr := drive(ctx, plan, opt, dir, rec, logw, logf, prov)
+	var stopped string
+	tables, runErr := drive(ctx, plan, opt, dir, rec, logw, logf, prov, &stopped)
 	if runErr != nil {
 		logf("harness error: %v", runErr)
 	}
@@ -99,7 +109,7 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 		runErr = fmt.Errorf("writing the history: %w", err)
 	}
 
-	meta := reports.Meta{Seed: spec.Seed, Command: spec.Command(), Interrupted: ctx.Err() != nil, Provenance: prov}
+	meta := reports.Meta{Seed: spec.Seed, Command: spec.Command(), Interrupted: ctx.Err() != nil, Provenance: prov, StoppedEarly: stopped}
 	if meta.Spec, err = json.Marshal(spec); err != nil {
 		return out, err
 	}
@@ -135,14 +145,31 @@ type rig struct {
 	env  *faults.Env
 	// stopWork ends the workload once (the close does it too).
 	stopWork func() error
+	// kept is the topology and network as a Topologies keeps them, when
+	// the run reuses (keep: give them back at the close, not stop them);
+	// how says whether the topology is fresh or reused, and the reset.
+	kept *keptTopology
+	keep *Topologies
+	how  string
 }
 
 // startRig starts the plan's topology, one link per client and node, and
 // the workers. On error, whatever started is stopped again; otherwise
 // close stops everything.
 func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any)) (r *rig, err error) {
-	spec, cl := plan.Spec, plan.Cluster.Fresh()
-	r = &rig{cl: cl, net: faults.NewNetwork()}
+	spec := plan.Spec
+	r = &rig{how: "fresh"}
+	reuse := opt.Reuse
+	if spec.Resource == resource.Postgres {
+		reuse = nil // its links would outlive the database
+	}
+	if k, how := reuse.take(ctx, plan.Cluster, logf); k != nil {
+		r.cl, r.net, r.kept, r.how = k.cl, k.net, k, how
+		logf("%s", how)
+	} else {
+		r.cl, r.net = plan.Cluster.Fresh(), faults.NewNetwork()
+	}
+	cl := r.cl
 	defer func() {
 		if err != nil {
 			r.close()
@@ -156,8 +183,10 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 			return r, err
 		}
 	}
-	if err := cl.Start(ctx, filepath.Join(dir, "nodes"), r.net.Proxy); err != nil {
-		return r, err
+	if r.kept == nil {
+		if err := cl.Start(ctx, filepath.Join(dir, "nodes"), r.net.Proxy); err != nil {
+			return r, err
+		}
 	}
 	// Slot Clients is the closing liveness check's own client. Every client
 	// reaches every node and sentinel through links of its own.
@@ -196,6 +225,12 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	if len(plan.Keys) > 0 {
 		r.env.Key = plan.Lock.StoreKey(plan.Keys[0])
 	}
+	if reuse != nil {
+		if r.kept == nil {
+			r.kept = &keptTopology{cl: cl, net: r.net, dir: dir, runs: 1}
+		}
+		r.keep = reuse
+	}
 	return r, nil
 }
 
@@ -205,16 +240,22 @@ func (r *rig) close() {
 	if r.stopWork != nil {
 		r.stopWork()
 	}
-	r.cl.Close()
+	if r.keep != nil {
+		r.keep.give(r.kept)
+	} else {
+		r.cl.Close()
+	}
 	r.db.close()
-	r.net.Close()
+	if r.keep == nil {
+		r.net.Close()
+	}
 }
 
 // drive runs the topology, workload and nemesis, and always stops them. It
 // notes in prov which servers ran, and returns a real resource's final
 // rows, read once every client stopped (also when the run was
 // interrupted).
-func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any), prov *reports.Provenance) (tables *history.Tables, err error) {
+func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any), prov *reports.Provenance, stopped *string) (tables *history.Tables, err error) {
 	spec := plan.Spec
 	where := spec.Backend + " backend"
 	if spec.Image != "" {
@@ -233,6 +274,7 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 			tables, err = t, cmp.Or(err, ferr)
 		}()
 	}
+	prov.Topology = r.how
 	prov.Servers = r.cl.ServerVersions(ctx)
 	if r.db != nil {
 		if prov.Servers == nil {
@@ -245,6 +287,11 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	defer faults.WatchRoles(r.cl, rec, logf)()
 	nctx, cancel := context.WithTimeout(ctx, spec.TimeLimit.D())
 	defer cancel()
+	if len(opt.StopOn) > 0 {
+		copts := checker.Options{Slack: reports.DefaultSlack, Database: r.db != nil}
+		watched := watchAnomalies(nctx, rec, opt.StopOn, copts, logf, cancel)
+		defer func() { *stopped = watched() }()
+	}
 	// A client that cannot go on (a worker refused by the servers) ends
 	// the run now: what follows would be no evidence.
 	go func() {
@@ -282,6 +329,42 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	}
 	logf("%7.3fs  final acquire %s", rec.Now().Seconds(), map[bool]string{true: "succeeded", false: "FAILED: the lock is stuck"}[ok])
 	return nil, nil
+}
+
+// watchAnomalies audits the history while it is recorded and, as soon as
+// it is certain of an anomaly in wanted, logs it and calls stop. The
+// returned function ends the watch and says what stopped the run ("" if
+// nothing did). An audit of a long history takes long: the next waits ten
+// times as long as the last took, so that the watch takes a tenth of a core
+// at most.
+func watchAnomalies(ctx context.Context, rec *history.Recorder, wanted []string, opts checker.Options, logf func(string, ...any), stop func()) func() string {
+	var found string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait := 100 * time.Millisecond
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			start := time.Now()
+			now := rec.Now()
+			certain, ok := checker.AuditPrefix(rec.Events(), int64(now), wanted, opts)
+			if ok {
+				found = fmt.Sprintf("%s certain at %.3f s", certain.Anomaly, now.Seconds())
+				logf("%7.3fs  stopping early: %s: %s", now.Seconds(), found, certain.Narrative)
+				stop()
+				return
+			}
+			wait = max(100*time.Millisecond, 10*time.Since(start))
+		}
+	}()
+	return func() string {
+		<-done
+		return found
+	}
 }
 
 // syncWriter serialises writes from workers' stderr and the harness's log.

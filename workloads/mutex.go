@@ -63,7 +63,9 @@ type Mutex struct {
 	frozen   map[int]bool // slots a fault froze and has not thawed
 	granted  []chan int
 	released []chan int
-	errs     []error
+	// holding is when each slot that holds the lock now was granted it.
+	holding map[int]time.Time
+	errs    []error
 }
 
 type freezeArm struct {
@@ -73,7 +75,7 @@ type freezeArm struct {
 
 // StartMutex starts one worker per client and their loops.
 func StartMutex(cfg MutexConfig) (*Mutex, error) {
-	m := &Mutex{cfg: cfg, res: resource.NewCounter(cfg.Rec, cfg.Fenced), stopping: make(chan struct{}), failed: make(chan struct{}), frozen: map[int]bool{}}
+	m := &Mutex{cfg: cfg, res: resource.NewCounter(cfg.Rec, cfg.Fenced), stopping: make(chan struct{}), failed: make(chan struct{}), frozen: map[int]bool{}, holding: map[int]time.Time{}}
 	m.env = &clientEnv{rec: cfg.Rec, spawn: cfg.Spawn, hello: cfg.Hello, replyWithin: cmp.Or(cfg.ReplyWithin, DefaultReplyWithin),
 		stderr: cfg.Stderr, onPaused: m.onPaused}
 	var clients []*Client
@@ -113,6 +115,23 @@ func (m *Mutex) Stop() error {
 		return m.errs[0]
 	}
 	return nil
+}
+
+// sleep waits d, or less when the workload is stopped meanwhile: a holder
+// then releases at once, so that a run that ends early (an anomaly already
+// certain) need not wait out every hold. It reports whether it slept d.
+func (m *Mutex) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return !m.stopped()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-m.stopping:
+		return false
+	}
 }
 
 func (m *Mutex) stopped() bool {
@@ -163,6 +182,14 @@ func (m *Mutex) cycle(c *Client, key, token string) error {
 	if r.Refused {
 		return m.release(c, key, token)
 	}
+	m.mu.Lock()
+	m.holding[c.Slot] = time.Now()
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.holding, c.Slot)
+		m.mu.Unlock()
+	}()
 	m.notify(&m.granted, c.Slot)
 	var job int64
 	if m.cfg.Jobs {
@@ -182,7 +209,7 @@ func (m *Mutex) cycle(c *Client, key, token string) error {
 		return err
 	}
 	if !m.cfg.Extend {
-		time.Sleep(m.cfg.Hold)
+		m.sleep(m.cfg.Hold)
 		return m.release(c, key, token)
 	}
 	// A caller of a lock that extends on request extends after its write,
@@ -199,10 +226,12 @@ func (m *Mutex) cycle(c *Client, key, token string) error {
 			break
 		}
 		if left := time.Until(end); left <= ttl/2 {
-			time.Sleep(max(left, 0))
+			m.sleep(max(left, 0))
 			break
 		}
-		time.Sleep(ttl / 2)
+		if !m.sleep(ttl / 2) {
+			break
+		}
 	}
 	return m.release(c, key, token)
 }
@@ -394,6 +423,25 @@ func (m *Mutex) RecipePoint() string {
 
 // AwaitGrant returns the slot of the next client whose acquire succeeds.
 func (m *Mutex) AwaitGrant(ctx context.Context) (int, error) { return m.await(ctx, &m.granted) }
+
+// AwaitHolder returns the client that holds the lock now (the one granted
+// last, when several keys are held) and how long it has held it, or, when
+// none does, the next client granted it, held 0.
+func (m *Mutex) AwaitHolder(ctx context.Context) (int, time.Duration, error) {
+	m.mu.Lock()
+	slot, since := -1, time.Time{}
+	for s, t := range m.holding {
+		if slot < 0 || t.After(since) {
+			slot, since = s, t
+		}
+	}
+	m.mu.Unlock()
+	if slot >= 0 {
+		return slot, time.Since(since), nil
+	}
+	slot, err := m.AwaitGrant(ctx)
+	return slot, 0, err
+}
 
 // AwaitRelease returns the slot of the next client whose release succeeds:
 // the moment the lock is free.

@@ -1,0 +1,68 @@
+package scenario
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/reports"
+)
+
+// TestReusedTopologyGivesTheFreshVerdict runs one catalog seed on a fresh
+// topology, then the same seed again on it, reset, and wants the same
+// verdict and the same kinds of anomaly; then a safe scenario of the same
+// start on that topology (after the faults of both) stays valid. With the
+// online audit on, as repro runs unsafe scenarios.
+func TestReusedTopologyGivesTheFreshVerdict(t *testing.T) {
+	needRedis(t)
+	pool := NewTopologies()
+	defer pool.Close()
+	run := func(name string) reports.Results {
+		t.Helper()
+		e, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Spec.Name, e.Spec.Seed = name, 2
+		plan, err := e.Spec.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Run(context.Background(), plan, Options{Store: t.TempDir(), WorkerBin: workerBin, StopOn: e.Expect.StopOn(), Reuse: pool})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if met, why := e.Expect.Met(out.Results); !met {
+			t.Errorf("%s (%s): %s", name, out.Results.Provenance.Topology, why)
+		}
+		return out.Results
+	}
+	fresh := run("gc-pause")
+	reused := run("gc-pause")
+	if fresh.Provenance.Topology != "fresh" || !strings.HasPrefix(reused.Provenance.Topology, "reused the single topology") {
+		t.Fatalf("topology of the first run %q, of the second %q", fresh.Provenance.Topology, reused.Provenance.Topology)
+	}
+	if fresh.Valid != reused.Valid || !maps.Equal(kinds(fresh), kinds(reused)) {
+		t.Errorf("fresh: %s %v; reused: %s %v", fresh.Valid, fresh.Anomalies, reused.Valid, reused.Anomalies)
+	}
+	if fresh.StoppedEarly == "" || reused.StoppedEarly == "" {
+		t.Errorf("the online audit did not stop the runs: %q, %q", fresh.StoppedEarly, reused.StoppedEarly)
+	}
+	clean := run("clean-cad")
+	if clean.Valid != checker.Valid || !strings.Contains(clean.Provenance.Topology, "run 3 on it") {
+		t.Errorf("clean-cad after two gc-pause runs on one topology: %s, %q", clean.Valid, clean.Provenance.Topology)
+	}
+}
+
+// kinds are the anomalies a run counted at least once.
+func kinds(r reports.Results) map[string]bool {
+	out := map[string]bool{}
+	for name, n := range r.Anomalies {
+		if n > 0 {
+			out[name] = true
+		}
+	}
+	return out
+}
