@@ -10,7 +10,7 @@ IMAGE ?= lockharness/redis:local
 COMMIT  := $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/lockharness/lockharness/internal/version.commit=$(COMMIT)
 
-.PHONY: setup deps build example docker-image docker-clean test test-short fuzz testdata lint bench repro-failover repro suite suite-full report serve clean
+.PHONY: setup deps build example docker-image docker-clean test test-short fuzz testdata lint bench bench-ops repro-failover repro suite suite-full report serve clean
 
 ## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
 setup: deps build
@@ -83,6 +83,10 @@ lint:
 ## bench: the checker's benchmarks
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./checker
+
+## bench-ops: the harness's pipeline (hold 0, backoff 0, 4 clients) against redis-benchmark with the same commands and concurrency
+bench-ops: build
+	bench/ops.sh $(or $(SECONDS),10)
 
 ## repro-failover: reproduce the Sentinel failover double grant for ten seeds
 repro-failover: build

@@ -4,18 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/scenario"
 )
 
 // cmdSuite runs a named suite and exits 0 exactly when every run with an
 // expectation met it.
 func cmdSuite(args []string, stdout, stderr io.Writer) int {
-	c := newCommand("suite", strings.Join(scenario.Suites, "|")+" [flags]",
+	c := newCommand("suite", strings.Join(scenario.Suites, "|")+" [flags] | merge DIR...",
 		"  quick  every catalog scenario once, seed 1 (the default)\n"+
 			"  full   every catalog scenario for 5 seeds, plus randomised runs (each topology x recipe\n"+
 			"         under a seeded mix of faults, 3 seeds) that explore without an expectation\n"+
@@ -25,16 +27,31 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 			"         none must be safe, the rest are scored (scorecard.md)\n\n"+
 			"--lock or --worker-cmd runs every scenario with that lock instead (rows on topologies it does\n"+
 			"not run on are skipped).\n\n"+
+			"`harness suite merge DIR...` joins the results of a suite run in parts (--shard 1/n ... n/n,\n"+
+			"on as many machines) into one suite page, results.json and JUnit file.\n\n"+
 			"Exits 0 exactly when every catalog run met its expectation, 1 when one did not.\n"+
 			"Ctrl-C stops after the current run is stopped and keeps a partial report.")
 	store := c.String("store", "store", "directory that keeps run directories; the suite report goes to STORE/suites/TIMESTAMP/")
 	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check")
 	asJSON := c.Bool("json", false, "print the suite's results.json on stdout (the progress lines go to stderr)")
 	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per scenario and seed, the anomaly narrative as its text")
+	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many runs go at once, each on a topology of its own (default: one per core)")
+	reuse := c.Bool("reuse", true, "reset a finished run's topology for a later run that starts the same one instead of starting another")
+	stopFlag := c.String("stop-on-anomaly", "expected", "expected: end each unsafe scenario's run once its anomaly is certain (it then heals, checks liveness and is checked as usual); off: every run lasts its time limit")
+	shard := c.String("shard", "", "run only part `i/n` of the suite: every n-th row from row i, all its seeds; `harness suite merge` joins the parts' results")
 	override := overrideFlags(c)
+	if len(args) > 0 && args[0] == "merge" {
+		return cmdSuiteMerge(args[1:], stdout, stderr)
+	}
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
+	}
+	if *parallel < 1 {
+		return c.fail(stderr, "--parallel must be at least 1, got %d", *parallel)
+	}
+	if *stopFlag != "expected" && *stopFlag != "off" {
+		return c.fail(stderr, "--stop-on-anomaly %q: a suite's rows have expectations of their own; valid: expected, off", *stopFlag)
 	}
 	name := "quick"
 	switch len(pos) {
@@ -64,6 +81,15 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		}
 		plan = kept
 	}
+	if *shard != "" {
+		i, n, err := reports.ParseShard(*shard)
+		if err != nil {
+			return c.fail(stderr, "--shard: %v", err)
+		}
+		if plan, err = scenario.Shard(plan, i, n); err != nil {
+			return c.fail(stderr, "--shard: %v", err)
+		}
+	}
 	if err := scenario.ResolveSuite(plan); err != nil {
 		return c.fail(stderr, "%v", err)
 	}
@@ -74,8 +100,13 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		human = stderr
 	}
-	fmt.Fprintf(human, "suite %s: %d runs\n", name, len(plan))
-	suite, dir, err := scenario.RunSuite(ctx, name, plan, scenario.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout, Progress: human})
+	part := ""
+	if *shard != "" {
+		part = ", shard " + *shard
+	}
+	fmt.Fprintf(human, "suite %s%s: %d runs, %d at once\n", name, part, len(plan), max(1, min(*parallel, len(plan))))
+	suite, dir, err := scenario.RunSuite(ctx, name, plan, scenario.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout, Progress: human,
+		Parallel: *parallel, Reuse: *reuse, StopEarly: *stopFlag == "expected", Shard: *shard})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness suite: %v\n", err)
 		return exitHarness
@@ -96,6 +127,67 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		if !suite.Complete {
 			return exitHarness
 		}
+		return 1
+	}
+	return 0
+}
+
+// cmdSuiteMerge joins the results of a sharded suite's parts into one
+// suite directory, as one unsharded run would have left it.
+func cmdSuiteMerge(args []string, stdout, stderr io.Writer) int {
+	c := newCommand("suite merge", "DIR... [flags]", "Joins the suite directories that `harness suite NAME --shard i/n` left, one for each i\n"+
+		"of one n, into STORE/suites/TIMESTAMP/: results.json, index.html, scorecard.md and junit.xml,\n"+
+		"rows in the whole suite's order. Exits 0 when the merged suite passed, 1 when a run missed\n"+
+		"its expectation, 255 when a part was incomplete.")
+	store := c.String("store", "store", "directory whose suites/ gets the merged suite")
+	junit := c.String("junit", "", "also write the JUnit XML to `FILE`")
+	asJSON := c.Bool("json", false, "print the merged results.json on stdout")
+	pos, code, ok := c.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 {
+		return c.fail(stderr, "which suite directories? give every shard's STORE/suites/TIMESTAMP")
+	}
+	dir, err := reports.NewSuiteDir(*store, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "harness suite merge: %v\n", err)
+		return exitHarness
+	}
+	suite, err := reports.MergeSuites(pos, dir)
+	if err == nil {
+		err = reports.WriteSuite(dir, suite)
+	}
+	if err == nil {
+		var b []byte
+		if b, err = reports.JUnit(suite); err == nil {
+			err = os.WriteFile(filepath.Join(dir, "junit.xml"), b, 0o644)
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return c.fail(stderr, "%v", err)
+	}
+	human := stdout
+	if *asJSON {
+		human = stderr
+	}
+	status := "PASSED"
+	switch {
+	case !suite.Complete:
+		status = "INCOMPLETE"
+	case !suite.Passed:
+		status = "FAILED"
+	}
+	fmt.Fprintf(human, "suite %s merged from %d shards %s: %d met, %d missed, %d explored, %.0f s (the longest shard)\n  report %s\n",
+		suite.Name, len(pos), status, suite.Met, suite.Missed, suite.Explored, suite.WallSec, filepath.Join(dir, "index.html"))
+	if code := writeOutcome(suite, *junit, *asJSON, stdout, stderr, "suite merge"); code != 0 {
+		return code
+	}
+	switch {
+	case !suite.Complete:
+		return exitHarness
+	case !suite.Passed:
 		return 1
 	}
 	return 0

@@ -28,6 +28,10 @@ type Suite struct {
 	// Passed is true exactly when every run with an expectation met it
 	// and the suite completed.
 	Passed bool `json:"passed"`
+	// Shard is which part of a sharded suite this is ("1/2"), empty for a
+	// whole one; Merged lists the shard directories a merge joined.
+	Shard  string   `json:"shard,omitempty"`
+	Merged []string `json:"merged,omitempty"`
 }
 
 // SuiteRow is one scenario across its seeds.
@@ -37,6 +41,8 @@ type SuiteRow struct {
 	// Expect is empty for randomised runs, which only explore.
 	Expect string      `json:"expect,omitempty"`
 	Cells  []SuiteCell `json:"cells"`
+	// Order is the row's place in the whole suite, shards or not.
+	Order int `json:"order"`
 }
 
 // SuiteCell is one run.

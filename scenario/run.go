@@ -203,7 +203,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 		}
 	}
 	r.work, err = workloads.StartMutex(workloads.MutexConfig{
-		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed,
+		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed, Backoff: backoff(spec),
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends,
 		Database: r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: plan.Keys,
 		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
@@ -232,6 +232,14 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 		r.keep = reuse
 	}
 	return r, nil
+}
+
+// backoff is the workload's backoff for the spec's (0 there is none).
+func backoff(s Spec) time.Duration {
+	if s.Backoff == 0 {
+		return -1
+	}
+	return s.Backoff.D()
 }
 
 // close stops the workers, the topology, the database and the network, in

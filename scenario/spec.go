@@ -59,10 +59,13 @@ type Spec struct {
 	// Nodes is the topology's number of nodes (0: its own size).
 	Nodes int `json:"nodes,omitempty"`
 	// Shards and Replicas size a cluster topology (0: its defaults).
-	Shards      int      `json:"shards,omitempty"`
-	Replicas    int      `json:"replicas,omitempty"`
-	TTL         Duration `json:"ttl"`
-	Hold        Duration `json:"hold"`
+	Shards   int      `json:"shards,omitempty"`
+	Replicas int      `json:"replicas,omitempty"`
+	TTL      Duration `json:"ttl"`
+	Hold     Duration `json:"hold"`
+	// Backoff is the mean pause of a client between cycles, drawn from
+	// [D/3, 5D/3); 0: none, every client at full speed.
+	Backoff     Duration `json:"backoff"`
 	TimeLimit   Duration `json:"time_limit"`
 	OpTimeout   Duration `json:"op_timeout"`
 	Persistence string   `json:"persistence"`
@@ -80,6 +83,7 @@ func Defaults() Spec {
 	return Spec{
 		Topology: cluster.Single, Backend: cluster.BackendLocal, Lock: "cad", Workload: "mutex", Nemesis: faults.None,
 		Clients: 4, TTL: Duration(2 * time.Second), Hold: Duration(300 * time.Millisecond),
+		Backoff:   Duration(workloads.DefaultBackoff),
 		TimeLimit: Duration(10 * time.Second), OpTimeout: Duration(500 * time.Millisecond),
 		Persistence: cluster.PersistNone, Key: "lock:orders",
 	}
@@ -110,6 +114,7 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&s.TimeLimit, "time-limit", "how long clients run under faults")
 	fs.Var(&s.TTL, "ttl", "lock lease time")
 	fs.Var(&s.Hold, "hold", "how long a client holds the lock after its write")
+	fs.Var(&s.Backoff, "backoff", "mean pause of each client between cycles, drawn from [D/3, 5D/3); 0 for none (with --hold 0: as fast as the servers answer)")
 	fs.Var(&s.OpTimeout, "op-timeout", "timeout of each Redis command")
 	fs.StringVar(&s.Persistence, "persistence", s.Persistence, "node persistence: "+strings.Join(cluster.Persistences, ", "))
 	fs.StringVar(&s.Key, "key", s.Key, "the lock's key")
@@ -262,6 +267,9 @@ func (s Spec) Resolve() (Plan, error) {
 	if s.Interval < 0 {
 		errs = append(errs, fmt.Errorf("nemesis-interval must not be negative, got %v", s.Interval))
 	}
+	if s.Backoff < 0 {
+		errs = append(errs, fmt.Errorf("backoff must not be negative, got %v", s.Backoff))
+	}
 	if s.Hold < 0 {
 		errs = append(errs, fmt.Errorf("hold must not be negative, got %v", s.Hold))
 	}
@@ -317,6 +325,9 @@ func (s Spec) Line() string {
 	}
 	if s.Lock == ExecLock {
 		line += " · worker " + s.WorkerCmd
+	}
+	if s.Backoff != Duration(workloads.DefaultBackoff) {
+		line += " · backoff " + s.Backoff.String()
 	}
 	if s.Auth {
 		line += " · auth"

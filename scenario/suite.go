@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
@@ -25,6 +26,8 @@ type Planned struct {
 	Expect *Expect
 	// plan is Spec resolved (ResolveSuite), or nil until then.
 	plan *Plan
+	// order is the place of the run's row in the suite (PlanSuite).
+	order int
 }
 
 // ResolveSuite resolves every planned run's spec once, so that a suite
@@ -48,15 +51,19 @@ var Suites = []string{"quick", "full", "libs"}
 // once with seed 1; full is every scenario for 5 seeds plus randomised
 // runs, each topology and recipe under a seeded mix of faults, 3 seeds.
 func PlanSuite(name string) ([]Planned, error) {
+	var plan []Planned
 	switch name {
 	case "quick":
-		return catalogRuns(1), nil
+		plan = catalogRuns(1)
 	case "full":
-		return append(catalogRuns(5), randomRuns(3)...), nil
+		plan = append(catalogRuns(5), randomRuns(3)...)
 	case "libs":
-		return libraryRuns(3), nil
+		plan = libraryRuns(3)
+	default:
+		return nil, cluster.OneOf("suite", name, Suites)
 	}
-	return nil, cluster.OneOf("suite", name, Suites)
+	numberRows(plan)
+	return plan, nil
 }
 
 func catalogRuns(seeds int) []Planned {
@@ -246,31 +253,119 @@ type SuiteOptions struct {
 	WorkerBin    string
 	// Progress gets a line per run; nil for silence.
 	Progress io.Writer
+	// Parallel is how many runs go at once (0 or 1: one after another).
+	Parallel int
+	// Reuse resets a finished run's topology for a later run that starts
+	// the same one (see Topologies).
+	Reuse bool
+	// StopEarly stops each run of an unsafe expectation once its anomaly
+	// is certain (Expect.StopOn); runs without one last their time.
+	StopEarly bool
+	// Shard, when set, names which part of a sharded suite this is
+	// ("1/2"); the rows' Order still counts in the whole suite.
+	Shard string
+}
+
+// Shard is the part i of n (1-based) of a suite: every n-th row, all its
+// seeds together, counted from row i, in the order PlanSuite lists them.
+// Each planned run keeps its row's place in the whole suite, so that shard
+// results merged (reports.MergeSuites) are one unsharded suite's matrix.
+func Shard(plan []Planned, i, n int) ([]Planned, error) {
+	if n < 1 || i < 1 || i > n {
+		return nil, fmt.Errorf("shard %d/%d: want i/n with 1 <= i <= n", i, n)
+	}
+	var out []Planned
+	for _, p := range plan {
+		if p.order%n == i-1 {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// numberRows gives every planned run its row's place in the suite.
+func numberRows(plan []Planned) {
+	rows := map[string]int{}
+	for i := range plan {
+		r, ok := rows[plan[i].Row]
+		if !ok {
+			r = len(rows)
+			rows[plan[i].Row] = r
+		}
+		plan[i].order = r
+	}
 }
 
 // RunSuite carries out the planned runs (resolving any that ResolveSuite
-// did not) one after another, rewriting the
-// suite's results.json and index.html under store/suites/<stamp>/ after
-// each, so an interrupted suite leaves a readable partial report. A run the
-// harness fails counts as missed; a cancelled context stops the suite.
+// did not), up to opt.Parallel at once, rewriting the suite's results.json
+// and index.html under store/suites/<stamp>/ after each, so an interrupted
+// suite leaves a readable partial report. Rows and their cells keep the
+// plan's order whatever order the runs finish in. A run the harness fails
+// counts as missed; a cancelled context stops the suite.
 func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions) (reports.Suite, string, error) {
 	start := time.Now()
 	dir, err := reports.NewSuiteDir(opt.Store, start)
 	if err != nil {
 		return reports.Suite{}, "", err
 	}
-	suite := reports.Suite{Name: name, Started: start, Planned: len(plan)}
 	width := 0 // the longest row name, so that progress lines line up
 	for _, p := range plan {
 		width = max(width, len(p.Row))
 	}
-	rows := map[string]int{}
-	for i, p := range plan {
-		if ctx.Err() != nil {
-			break
+	var pool *Topologies
+	if opt.Reuse {
+		pool = NewTopologies()
+		defer pool.Close()
+	}
+	var (
+		mu       sync.Mutex
+		cells    = make([]*reports.SuiteCell, len(plan))
+		finished int
+		writeErr error
+		suite    reports.Suite
+	)
+	// assemble builds the suite from the runs finished so far, in plan order.
+	assemble := func() reports.Suite {
+		s := reports.Suite{Name: name, Started: start, Planned: len(plan), Shard: opt.Shard}
+		rows := map[string]int{}
+		for i, p := range plan {
+			c := cells[i]
+			if c == nil {
+				continue
+			}
+			r, ok := rows[p.Row]
+			if !ok {
+				r = len(s.Rows)
+				rows[p.Row] = r
+				row := reports.SuiteRow{Scenario: p.Row, Spec: p.Spec.Line(), Order: p.order}
+				if p.Expect != nil {
+					row.Expect = p.Expect.String()
+				}
+				s.Rows = append(s.Rows, row)
+			}
+			s.Rows[r].Cells = append(s.Rows[r].Cells, *c)
+			switch {
+			case c.Verdict == "interrupted":
+			case c.Met == nil && c.Error == "":
+				s.Explored++
+			case c.Met != nil && *c.Met:
+				s.Met++
+			default:
+				s.Missed++
+			}
 		}
+		s.WallSec = time.Since(start).Seconds()
+		s.Complete = finished == len(plan) && ctx.Err() == nil
+		s.Passed = s.Complete && s.Missed == 0
+		return s
+	}
+	Lanes(ctx, len(plan), opt.Parallel, func(i int) {
+		p := plan[i]
 		runStart := time.Now()
-		runOpt := Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, WorkerBin: opt.WorkerBin}
+		runOpt := Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, WorkerBin: opt.WorkerBin, Reuse: pool}
+		if opt.StopEarly && p.Expect != nil {
+			runOpt.StopOn = p.Expect.StopOn()
+		}
 		var out Outcome
 		var err error
 		if p.plan != nil {
@@ -290,55 +385,39 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 			cell.Verdict, cell.Error, outcome = "interrupted", "interrupted", "interrupted"
 		case err != nil:
 			cell.Verdict, cell.Error, outcome = "error", err.Error(), "harness error: "+err.Error()
-			suite.Missed++
 		default:
 			cell.Verdict, cell.Anomalies = out.Results.Valid.String(), out.Results.Anomalies
 			cell.Narrative = reports.FirstFindings(out.Results)
 			if p.Expect == nil {
-				suite.Explored++
 				outcome = "explored"
 			} else {
 				met, why := p.Expect.Met(out.Results)
 				cell.Met, cell.Why = &met, why
-				if met {
-					suite.Met++
-					outcome = "met"
-				} else {
-					suite.Missed++
+				outcome = "met"
+				if !met {
 					outcome = "MISSED: " + why
 				}
 			}
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		finished++
 		if ctx.Err() == nil || out.Dir != "" {
-			r, ok := rows[p.Row]
-			if !ok {
-				r = len(suite.Rows)
-				rows[p.Row] = r
-				row := reports.SuiteRow{Scenario: p.Row, Spec: p.Spec.Line()}
-				if p.Expect != nil {
-					row.Expect = p.Expect.String()
-				}
-				suite.Rows = append(suite.Rows, row)
-			}
-			suite.Rows[r].Cells = append(suite.Rows[r].Cells, cell)
+			cells[i] = &cell
 		}
-		suite.WallSec = time.Since(start).Seconds()
-		suite.Complete = i == len(plan)-1 && ctx.Err() == nil
-		suite.Passed = suite.Complete && suite.Missed == 0
-		if err := reports.WriteSuite(dir, suite); err != nil {
-			return suite, dir, err
+		suite = assemble()
+		if err := reports.WriteSuite(dir, suite); err != nil && writeErr == nil {
+			writeErr = err
 		}
 		if opt.Progress != nil {
 			fmt.Fprintf(opt.Progress, "[%*d/%d] %-*s seed %-3d %-8s %-12s %5.1fs · elapsed %s · met %d, missed %d\n",
-				len(fmt.Sprint(len(plan))), i+1, len(plan), width, p.Row, p.Spec.Seed, cell.Verdict, outcome, cell.Seconds,
+				len(fmt.Sprint(len(plan))), finished, len(plan), width, p.Row, p.Spec.Seed, cell.Verdict, outcome, cell.Seconds,
 				time.Since(start).Round(time.Second), suite.Met, suite.Missed)
 		}
+	})
+	suite = assemble()
+	if err := reports.WriteSuite(dir, suite); err != nil && writeErr == nil {
+		writeErr = err
 	}
-	if len(plan) == 0 {
-		suite.Complete, suite.Passed = true, true
-		if err := reports.WriteSuite(dir, suite); err != nil {
-			return suite, dir, err
-		}
-	}
-	return suite, dir, nil
+	return suite, dir, writeErr
 }

@@ -14,6 +14,9 @@ import (
 	"github.com/lockharness/lockharness/resource"
 )
 
+// DefaultBackoff is the mean pause between a client's cycles: 10-50 ms.
+const DefaultBackoff = 30 * time.Millisecond
+
 // MutexConfig describes the mutex workload.
 type MutexConfig struct {
 	Clients int
@@ -33,6 +36,9 @@ type MutexConfig struct {
 	Keys []string
 	// Extend makes every holder extend its lease after its write.
 	Extend bool
+	// Backoff is the mean pause between a client's cycles, drawn from
+	// [D/3, 5D/3) (0: DefaultBackoff; negative: none).
+	Backoff time.Duration
 	// RecipePoints are the lock recipe's own pause points.
 	RecipePoints []string
 	Spawn        Spawn
@@ -163,7 +169,9 @@ func (m *Mutex) loop(c *Client, rng *rand.Rand) {
 			return
 		}
 		// Randomised backoff, also after a grant, so that holders rotate.
-		time.Sleep(time.Duration(10+rng.Intn(40)) * time.Millisecond)
+		if d := cmp.Or(m.cfg.Backoff, DefaultBackoff); d > 0 {
+			time.Sleep(d/3 + time.Duration(rng.Int63n(int64(4*d/3))))
+		}
 	}
 }
 
