@@ -80,9 +80,10 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## bench: the checker's benchmarks
-bench:
+## bench: the checker's benchmarks, then `harness check` on a 1M-operation history under /usr/bin/time -v (BENCH_OPS: other sizes, e.g. "1000000 10000000")
+bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./checker
+	bench/check.sh $(or $(BENCH_OPS),1000000)
 
 ## bench-ops: the harness's pipeline (hold 0, backoff 0, 4 clients) against redis-benchmark with the same commands and concurrency
 bench-ops: build

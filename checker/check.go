@@ -1,7 +1,9 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"time"
@@ -31,20 +33,47 @@ func Check(events []history.Event, opts Options) (Result, error) {
 	if err := history.Validate(events); err != nil {
 		return Result{}, err
 	}
-	ops, _ := history.Ops(events) // it pairs whatever Validate accepts
+	b := history.NewOpsBuilder(len(events)/2 + 1)
+	for i := range events {
+		b.Add(i, &events[i])
+	}
+	return check(b, opts, deadline), nil
+}
 
-	c := newChecker(events, ops, opts)
+// CheckStream checks a history as it is read (history.Stream), as Check
+// would the decoded events, keeping only its operations and nemesis
+// events: what a soak of millions of operations needs. It returns the
+// decoding error, naming the line, of a malformed history, and the nemesis
+// events, which are few.
+func CheckStream(r io.Reader, opts Options) (Result, []history.Event, error) {
+	deadline := time.Now().Add(opts.timeout())
+	// A line is about 140 bytes, an operation two lines.
+	b := history.NewOpsBuilder(int(opts.SizeHint/280) + 1024)
+	pos := 0
+	if err := history.Stream(r, func(e *history.Event) error {
+		b.Add(pos, e)
+		pos++
+		return nil
+	}); err != nil {
+		return Result{}, nil, err
+	}
+	return check(b, opts, deadline), b.Nemesis(), nil
+}
+
+func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {
+	c := newChecker(b.Ops(), b.Nemesis(), b.End(), opts)
 	c.auditLeases()
 	c.auditResource()
 	c.auditLiveness()
 	c.checkLinearizability(deadline)
-	return c.result(), nil
+	return c.result()
 }
 
 // checker carries one Check's state between the audits.
 type checker struct {
-	events []history.Event
-	ops    []history.Op
+	ops []history.Op
+	// end is the time of the history's last event.
+	end    int64
 	slack  int64
 	faults []fault
 	// horizon is when an audit of a history still being recorded was
@@ -86,16 +115,16 @@ type found struct {
 	at, first int64
 }
 
-func newChecker(events []history.Event, ops []history.Op, opts Options) *checker {
+func newChecker(ops []history.Op, nemesis []history.Event, end int64, opts Options) *checker {
 	c := &checker{
-		events:   events,
 		ops:      ops,
+		end:      end,
 		slack:    int64(opts.Slack),
-		faults:   faultWindows(events),
-		acquires: make(map[tokenKey]*history.Op),
-		uses:     make(map[tokenKey][]*history.Op),
+		faults:   faultWindows(nemesis),
+		acquires: make(map[tokenKey]*history.Op, len(ops)/3),
+		uses:     make(map[tokenKey][]*history.Op, len(ops)/3),
 		leases:   make(map[string][]*lease),
-		leaseOf:  make(map[tokenKey]*lease),
+		leaseOf:  make(map[tokenKey]*lease, len(ops)/3),
 		listed:   make(map[string]int),
 		unlisted: make(map[string]int),
 		perKey:   make(map[anomalyKey]int),
@@ -115,8 +144,8 @@ func newChecker(events []history.Event, ops []history.Op, opts Options) *checker
 }
 
 // report counts one anomaly and lists it, up to maxFindings per anomaly.
-// ps are event positions in the history, in any order, repeats allowed.
-func (c *checker) report(anomaly, key string, ps []int, narrative string) {
+// ps are events of the history, in any order, repeats allowed.
+func (c *checker) report(anomaly, key string, ps []ref, narrative string) {
 	if c.judgesExpiry(anomaly) && c.involvesUnseen(ps) {
 		if c.res.Unjudged == nil {
 			c.res.Unjudged = map[string]int{}
@@ -141,31 +170,31 @@ func (c *checker) judgesExpiry(anomaly string) bool {
 
 // involvesUnseen reports whether any of the events belongs to a lease whose
 // renewals the harness cannot see.
-func (c *checker) involvesUnseen(ps []int) bool {
+func (c *checker) involvesUnseen(ps []ref) bool {
 	for _, p := range ps {
-		if e := c.events[p]; c.unseen[tokenKey{e.Key, e.Token}] {
+		if c.unseen[tokenKey{p.op.Key, p.op.Token}] {
 			return true
 		}
 	}
 	return false
 }
 
-func (c *checker) list(anomaly, key string, ps []int, narrative string) {
+func (c *checker) list(anomaly, key string, ps []ref, narrative string) {
 	if c.listed[anomaly] >= maxFindings {
 		c.unlisted[anomaly]++
 		return
 	}
 	c.listed[anomaly]++
-	slices.Sort(ps)
-	ps = slices.Compact(ps)
+	slices.SortFunc(ps, func(a, b ref) int { return cmp.Compare(a.pos, b.pos) })
+	ps = slices.CompactFunc(ps, func(a, b ref) bool { return a.pos == b.pos })
 	f := found{Finding: Finding{Anomaly: anomaly, Key: key, Events: make([]int, len(ps))}}
 	for i, p := range ps {
-		f.Events[i] = c.events[p].Index
+		f.Events[i] = p.pos
 	}
 	if len(ps) > 0 {
-		first, last := c.events[ps[0]], c.events[ps[len(ps)-1]]
-		f.at, f.first = first.Time, int64(first.Index)
-		narrative += c.faultsDuring(first.Time, last.Time)
+		first, last := ps[0], ps[len(ps)-1]
+		f.at, f.first = first.t, int64(first.pos)
+		narrative += c.faultsDuring(first.t, last.t)
 	}
 	f.Narrative = narrative
 	c.found = append(c.found, f)
@@ -236,16 +265,24 @@ func (c *checker) result() Result {
 	return r
 }
 
+// ref is one event of an operation: its position in the history (its
+// index, in a history that validates) and time.
+type ref struct {
+	pos int
+	t   int64
+	op  *history.Op
+}
+
 // positions lists the invoke and, if any, the completion of each op.
-func positions(ops ...*history.Op) []int {
-	var ps []int
+func positions(ops ...*history.Op) []ref {
+	var ps []ref
 	for _, o := range ops {
 		if o == nil {
 			continue
 		}
-		ps = append(ps, o.Inv)
+		ps = append(ps, ref{o.Inv, o.InvT, o})
 		if o.Finished() {
-			ps = append(ps, o.Done)
+			ps = append(ps, ref{o.Done, o.DoneT, o})
 		}
 	}
 	return ps

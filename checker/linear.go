@@ -17,7 +17,7 @@ import (
 // when some grant carries a fence. It must finish by deadline; a key whose
 // check does not is unknown.
 func (c *checker) checkLinearizability(deadline time.Time) {
-	ops := models.FromOps(c.events, c.ops)
+	ops := models.FromOps(c.ops, c.end)
 	keys, parts := models.ByKey(ops)
 	lin := &c.res.Linearizability
 	lin.Models = append(lin.Models, checkModel(LeaseLockModel, models.LeaseLock(c.res.opts.Slack), keys, parts, deadline))

@@ -50,7 +50,7 @@ func (c *checker) auditLiveness() {
 func (c *checker) reportStuck(key string, attempts []*history.Op) {
 	from, to := history.Forever, int64(0)
 	failed, unknown := 0, 0
-	historyEnd := c.events[len(c.events)-1].Time
+	historyEnd := c.end
 	for _, o := range attempts {
 		from = min(from, o.InvT)
 		end := historyEnd // still waiting when the history ended

@@ -56,11 +56,14 @@ type Certain struct {
 // whatever it returns, Check on the whole history finds too. Porcupine,
 // the counter and liveness are not run.
 func AuditPrefix(events []history.Event, now int64, wanted []string, opts Options) (Certain, bool) {
-	ops, err := history.Ops(events)
-	if err != nil {
+	b := history.NewOpsBuilder(len(events)/2 + 1)
+	for i := range events {
+		b.Add(i, &events[i])
+	}
+	if b.Err() != nil {
 		return Certain{}, false // Check will refuse it; nothing is certain
 	}
-	c := newChecker(events, ops, opts)
+	c := newChecker(b.Ops(), b.Nemesis(), b.End(), opts)
 	c.horizon = now
 	c.auditLeases()
 	if !opts.Database {

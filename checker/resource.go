@@ -146,7 +146,7 @@ func (c *checker) auditCounter(accepted []*history.Op) {
 	}
 	for _, w := range lastOf {
 		if w.Stored == nil {
-			c.note("the last acknowledged write under %s (event %d) carries no stored value; its counter is taken as 0", w.Key, c.events[w.Done].Index)
+			c.note("the last acknowledged write under %s (event %d) carries no stored value; its counter is taken as 0", w.Key, w.Done)
 			continue
 		}
 		c.res.Counter.Final += *w.Stored

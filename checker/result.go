@@ -105,6 +105,9 @@ type Options struct {
 	// DefaultTimeout): porcupine stops when it runs out, and the verdict
 	// is then unknown unless an audit found an anomaly. Never valid.
 	Timeout time.Duration
+	// SizeHint is the history's size in bytes, when known (CheckStream
+	// sizes its memory by it).
+	SizeHint int64
 }
 
 // DefaultTimeout is the check's time bound when Options.Timeout is 0.

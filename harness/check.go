@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,11 +55,12 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 		return exitHarness
 	}
-	events, err := history.ReadFile(histPath)
+	hist, err := os.Open(histPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 		return exitHarness
 	}
+	defer hist.Close()
 	meta := reports.Meta{Spec: []byte("{}")}
 	slack := reports.DefaultSlack
 	if old, err := reports.ReadResults(dir); err == nil {
@@ -79,13 +81,19 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		Resource string `json:"resource"`
 	}
 	json.Unmarshal(meta.Spec, &spec)
-	res, err := reports.Conclude(events, meta, checker.Options{Slack: slack, Timeout: *timeout, Tables: tables,
-		Database: spec.Resource == resource.Postgres})
+	// The history is checked as it is read: a soak's millions of events
+	// are never all in memory.
+	var size int64
+	if st, err := hist.Stat(); err == nil {
+		size = st.Size()
+	}
+	res, err := reports.ConcludeStream(bufio.NewReaderSize(hist, 1<<20), meta, checker.Options{Slack: slack, Timeout: *timeout, Tables: tables,
+		Database: spec.Resource == resource.Postgres, SizeHint: size})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness %s: %s: %v\n", name, histPath, err)
 		return exitHarness
 	}
-	if err := reports.WriteRun(dir, events, res, render); err != nil {
+	if err := reports.WriteRunFrom(dir, histPath, res, render); err != nil {
 		fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 		return exitHarness
 	}

@@ -120,42 +120,80 @@ func (p *pairing) complete(e *Event) (int, error) {
 // first of them is returned as the error, naming the event's index. The
 // checker refuses such a history; reports draw what could be paired.
 func Ops(events []Event) ([]Op, error) {
-	ops := make([]Op, 0, len(events)/2+1)
-	p := newPairing()
-	var first error
-	fail := func(e *Event, err error) {
-		if first == nil {
-			first = fmt.Errorf("event %d: %w", e.Index, err)
-		}
-	}
+	b := NewOpsBuilder(len(events)/2 + 1)
 	for i := range events {
-		e := &events[i]
-		if e.IsNemesis() {
-			continue
-		}
-		switch e.Type {
-		case Invoke:
-			if err := p.invoke(e, len(ops)); err != nil {
-				fail(e, err)
-				// The older one stays unfinished.
-				p.open[e.Process] = pending{op: len(ops), f: e.F, index: e.Index}
-			}
-			ops = append(ops, Op{F: e.F, Process: e.Process, Client: e.Client, Key: e.Key, Token: e.Token,
-				Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs, Final: e.Final, UnseenRenewals: e.UnseenRenewals,
-				Type: Info, Read: e.Value, Inv: i, Done: -1, InvT: e.Time})
-		case OK, Fail, Info:
-			j, err := p.complete(e)
-			if err != nil {
-				fail(e, err)
-				continue
-			}
-			ops[j].complete(i, e)
-		default:
-			fail(e, fmt.Errorf("type %q is not one of invoke, ok, fail, info", e.Type))
+		b.Add(i, &events[i])
+	}
+	return b.Ops(), b.Err()
+}
+
+// OpsBuilder pairs a history's events into operations as they come (Ops,
+// one event at a time), so that a stream of events need not be kept: what
+// it keeps is the operations, the nemesis events and the last time.
+type OpsBuilder struct {
+	ops     []Op
+	p       pairing
+	first   error
+	nemesis []Event
+	end     int64
+	n       int
+}
+
+// NewOpsBuilder starts pairing; capacity is a guess at the operations.
+func NewOpsBuilder(capacity int) *OpsBuilder {
+	return &OpsBuilder{ops: make([]Op, 0, capacity), p: newPairing()}
+}
+
+// Add takes the event at position pos of the history (its index, in a
+// history that validates).
+func (b *OpsBuilder) Add(pos int, e *Event) {
+	b.n++
+	b.end = max(b.end, e.Time)
+	fail := func(err error) {
+		if b.first == nil {
+			b.first = fmt.Errorf("event %d: %w", e.Index, err)
 		}
 	}
-	return ops, first
+	if e.IsNemesis() {
+		b.nemesis = append(b.nemesis, *e)
+		return
+	}
+	switch e.Type {
+	case Invoke:
+		if err := b.p.invoke(e, len(b.ops)); err != nil {
+			fail(err)
+			// The older one stays unfinished.
+			b.p.open[e.Process] = pending{op: len(b.ops), f: e.F, index: e.Index}
+		}
+		b.ops = append(b.ops, Op{F: e.F, Process: e.Process, Client: e.Client, Key: e.Key, Token: e.Token,
+			Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs, Final: e.Final, UnseenRenewals: e.UnseenRenewals,
+			Type: Info, Read: e.Value, Inv: pos, Done: -1, InvT: e.Time})
+	case OK, Fail, Info:
+		j, err := b.p.complete(e)
+		if err != nil {
+			fail(err)
+			return
+		}
+		b.ops[j].complete(pos, e)
+	default:
+		fail(fmt.Errorf("type %q is not one of invoke, ok, fail, info", e.Type))
+	}
 }
+
+// Ops are the client operations so far, in invoke order.
+func (b *OpsBuilder) Ops() []Op { return b.ops }
+
+// Err is the first event Ops would have left out, as Ops says it.
+func (b *OpsBuilder) Err() error { return b.first }
+
+// Nemesis are the nemesis events so far, in order.
+func (b *OpsBuilder) Nemesis() []Event { return b.nemesis }
+
+// End is the latest event time so far, and Events how many events came.
+func (b *OpsBuilder) End() int64 { return b.end }
+
+// Events is how many events were added.
+func (b *OpsBuilder) Events() int { return b.n }
 
 // complete merges the completion at position i into the operation.
 func (o *Op) complete(i int, c *Event) {

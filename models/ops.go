@@ -124,16 +124,22 @@ func Operations(events []history.Event) ([]porcupine.Operation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return FromOps(events, all), nil
-}
-
-// FromOps is Operations for a history already paired into all (see
-// history.Ops).
-func FromOps(events []history.Event, all []history.Op) []porcupine.Operation {
 	var end int64
 	for i := range events {
 		end = max(end, events[i].Time)
 	}
+	return fromOps(all, end, func(pos int) int { return events[pos].Index }), nil
+}
+
+// FromOps is Operations for a history already paired into all (see
+// history.Ops).
+// end is the time of the history's last event; the history validates, so
+// an operation's positions are its events' indexes.
+func FromOps(all []history.Op, end int64) []porcupine.Operation {
+	return fromOps(all, end, func(pos int) int { return pos })
+}
+
+func fromOps(all []history.Op, end int64, index func(pos int) int) []porcupine.Operation {
 	end++ // after the last event: unknown outcomes land no later than "never"
 
 	lockOps := make([]*history.Op, 0, len(all))
@@ -144,7 +150,7 @@ func FromOps(events []history.Event, all []history.Op) []porcupine.Operation {
 	}
 	type keyToken struct{ key, token string }
 	uses := make(map[keyToken]int, len(lockOps)/2)
-	ttls := make(map[keyToken]int64) // each acquire's ttl, for extends that name none
+	ttls := make(map[keyToken]int64, len(lockOps)/2) // each acquire's ttl, for extends that name none
 	for _, o := range lockOps {
 		kt := keyToken{o.Key, o.Token}
 		uses[kt]++
@@ -164,7 +170,7 @@ func FromOps(events []history.Event, all []history.Op) []porcupine.Operation {
 			lanes[o.Process] = lane
 		}
 		in := Input{Kind: kind, Key: o.Key, Token: o.Token, Invoke: o.InvT, Return: Forever,
-			Client: o.Client, Process: o.Process, Index: events[o.Inv].Index}
+			Client: o.Client, Process: o.Process, Index: index(o.Inv)}
 		switch {
 		case kind == Acquire || kind == Extend && o.TTLMs > 0:
 			in.TTL = history.LeaseNs(o.TTLMs)
@@ -177,7 +183,7 @@ func FromOps(events []history.Event, all []history.Op) []porcupine.Operation {
 		out := Output{Outcome: Info, Index: -1}
 		ret := end
 		if o.Finished() {
-			out.Index = events[o.Done].Index
+			out.Index = index(o.Done)
 			if o.Type != history.Info {
 				out.Error, out.Fence = o.Error, o.Fence
 				out.Outcome = OK

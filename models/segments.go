@@ -92,11 +92,11 @@ func (sg segmenter) segments(ops []porcupine.Operation, lane int) [][]porcupine.
 	if !sort.SliceIsSorted(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call }) {
 		sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 	}
-	tokens := tokenUses{index: make(map[string]int32, len(ops)/2), uses: new([]tokenUse)}
+	tokens := tokenUses{index: make(map[string]int32, len(ops)/2), uses: new([]tokenUse), ids: make([]int32, len(ops))}
 	reused := false
 	for i := range ops {
 		in, out := ops[i].Input.(Input), ops[i].Output.(Output)
-		u := tokens.of(in.Token)
+		u := tokens.of(i, in.Token)
 		if in.Kind == Acquire {
 			reused = reused || u.acquire >= 0
 			u.acquire, u.outcome = i, out.Outcome
@@ -129,7 +129,7 @@ func pin(ops []porcupine.Operation, tokens tokenUses) {
 			continue
 		}
 		in := o.Input.(Input)
-		u := tokens.of(in.Token)
+		u := tokens.at(i)
 		acquired := u.acquire >= 0 && u.outcome != Info
 		if in.Kind == Acquire && in.Anonymous || (in.Kind == Release || in.Kind == Extend) && acquired {
 			ops[i].Return = o.Call
@@ -148,15 +148,24 @@ type tokenUse struct {
 type tokenUses struct {
 	index map[string]int32
 	uses  *[]tokenUse
+	// ids is each operation's token, by its position in the key's
+	// operations sorted by invoke: later passes look up by position, not
+	// by hashing the token again.
+	ids []int32
 }
 
-func (t tokenUses) of(token string) *tokenUse {
+// at is the tokenUse of the operation at position i.
+func (t tokenUses) at(i int) *tokenUse { return &(*t.uses)[t.ids[i]] }
+
+// of is the tokenUse of token, used by the operation at position pos.
+func (t tokenUses) of(pos int, token string) *tokenUse {
 	i, seen := t.index[token]
 	if !seen {
 		i = int32(len(*t.uses))
 		t.index[token] = i
 		*t.uses = append(*t.uses, tokenUse{acquire: -1})
 	}
+	t.ids[pos] = i
 	return &(*t.uses)[i]
 }
 
@@ -193,7 +202,7 @@ func (sg segmenter) cuts(ops []porcupine.Operation, tokens tokenUses, minSeg int
 		switch in.Kind {
 		case Acquire, Extend:
 			until := Forever
-			if !sg.fenced && in.TTL != Forever && !tokens.of(in.Token).unknownExtend {
+			if !sg.fenced && in.TTL != Forever && !tokens.at(i).unknownExtend {
 				until = in.Return + in.TTL + sg.slack
 			}
 			open = append(open, grant{token: in.Token, ret: in.Return, until: until})
@@ -233,7 +242,8 @@ func (sg segmenter) build(ops []porcupine.Operation, tokens tokenUses, cuts []in
 	var fence int64
 	for k := 1; k < len(bounds)-1; k++ {
 		cut, end := bounds[k], bounds[k+1]
-		for _, o := range ops[bounds[k-1]:cut] {
+		for j := bounds[k-1]; j < cut; j++ {
+			o := ops[j]
 			in, out := o.Input.(Input), o.Output.(Output)
 			if in.Kind == Acquire && out.Outcome == OK {
 				fence = max(fence, out.Fence)
@@ -241,7 +251,7 @@ func (sg segmenter) build(ops []porcupine.Operation, tokens tokenUses, cuts []in
 			if out.Outcome != Info {
 				continue
 			}
-			u := tokens.of(in.Token)
+			u := tokens.at(j)
 			switch in.Kind {
 			case Acquire:
 				switch {

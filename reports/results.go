@@ -2,6 +2,7 @@ package reports
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -109,6 +110,22 @@ func Conclude(events []history.Event, meta Meta, opts checker.Options) (Results,
 	if err != nil {
 		return Results{}, err
 	}
+	return assemble(r, events, meta, opts), nil
+}
+
+// ConcludeStream is Conclude for a history read as it is checked
+// (checker.CheckStream), which never holds its events.
+func ConcludeStream(hist io.Reader, meta Meta, opts checker.Options) (Results, error) {
+	r, nemesis, err := checker.CheckStream(hist, opts)
+	if err != nil {
+		return Results{}, err
+	}
+	return assemble(r, nemesis, meta, opts), nil
+}
+
+// assemble is results.json from the checker's result; events need hold
+// only the nemesis events.
+func assemble(r checker.Result, events []history.Event, meta Meta, opts checker.Options) Results {
 	switch {
 	case meta.Error != "":
 		r.Valid = checker.Unknown
@@ -132,7 +149,7 @@ func Conclude(events []history.Event, meta Meta, opts checker.Options) (Results,
 		Error: meta.Error, Interrupted: meta.Interrupted, StoppedEarly: meta.StoppedEarly, check: r,
 		Checker: CheckerReport{Linearizability: r.Linearizability, Liveness: r.Liveness, Counter: r.Counter, Database: r.Database, Findings: r.Findings, Notes: r.Notes, Unjudged: r.Unjudged,
 			SlackMs: float64(opts.Slack) / float64(time.Millisecond)},
-	}, nil
+	}
 }
 
 func faultCounts(events []history.Event) map[string]int {

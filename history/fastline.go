@@ -1,0 +1,257 @@
+package history
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// lineParser decodes one history line of the shape MarshalLine writes (a
+// flat object of known keys whose values are integers, strings, booleans
+// or null) several times faster than encoding/json, which a soak's
+// millions of lines need. It gives up, and the caller decodes the line
+// with encoding/json, on anything else (an unknown key, a float, nesting),
+// so errors and corner cases stay encoding/json's. The strings that repeat
+// on every line (type, f, key, reason, phase, target) are interned.
+type lineParser struct {
+	b      []byte
+	i      int
+	intern map[string]string
+}
+
+func newLineParser() *lineParser { return &lineParser{intern: make(map[string]string)} }
+
+// parse decodes b into e (which it zeroes first); false: decode b with
+// encoding/json instead.
+func (p *lineParser) parse(b []byte, e *Event) bool {
+	*e = Event{}
+	p.b, p.i = b, 0
+	if !p.byte('{') {
+		return false
+	}
+	if p.peek() == '}' {
+		p.i++
+		return p.end()
+	}
+	for {
+		key, ok := p.plainString()
+		if !ok || !p.byte(':') {
+			return false
+		}
+		p.space()
+		if !p.field(key, e) {
+			return false
+		}
+		switch {
+		case p.byte(','):
+			continue
+		case p.byte('}'):
+			return p.end()
+		}
+		return false
+	}
+}
+
+func (p *lineParser) field(key []byte, e *Event) bool {
+	var ok bool
+	switch string(key) {
+	case "index":
+		var n int64
+		n, ok = p.int()
+		e.Index = int(n)
+	case "time":
+		e.Time, ok = p.int()
+	case "type":
+		e.Type, ok = p.str(true)
+	case "process":
+		if p.peek() == '"' {
+			start := p.i
+			if _, ok = p.str(false); ok {
+				ok = e.Process.UnmarshalJSON(p.b[start:p.i]) == nil
+			}
+			break
+		}
+		var n int64
+		n, ok = p.int()
+		ok = ok && n >= 0
+		e.Process = Process(n)
+	case "client":
+		var n int64
+		n, ok = p.int()
+		e.Client = int(n)
+	case "f":
+		e.F, ok = p.str(true)
+	case "key":
+		e.Key, ok = p.str(true)
+	case "token":
+		e.Token, ok = p.str(false)
+	case "fence":
+		e.Fence, ok = p.int()
+	case "ttl_ms":
+		e.TTLMs, ok = p.int()
+	case "valid_ms":
+		e.ValidMs, ok = p.int()
+	case "value":
+		if p.literal("null") {
+			e.Value, ok = nil, true
+			break
+		}
+		var n int64
+		if n, ok = p.int(); ok {
+			e.Value = &n
+		}
+	case "error":
+		e.Error, ok = p.str(false)
+	case "reason":
+		e.Reason, ok = p.str(true)
+	case "final":
+		e.Final, ok = p.bool()
+	case "unseen_renewals":
+		e.UnseenRenewals, ok = p.bool()
+	case "phase":
+		e.Phase, ok = p.str(true)
+	case "target":
+		e.Target, ok = p.str(true)
+	case "detail":
+		e.Detail, ok = p.str(false)
+	}
+	if ok {
+		p.space()
+	}
+	return ok
+}
+
+func (p *lineParser) space() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\r' || p.b[p.i] == '\n') {
+		p.i++
+	}
+}
+
+func (p *lineParser) peek() byte {
+	p.space()
+	if p.i < len(p.b) {
+		return p.b[p.i]
+	}
+	return 0
+}
+
+// byte consumes c, after any space.
+func (p *lineParser) byte(c byte) bool {
+	if p.peek() == c {
+		p.i++
+		p.space()
+		return true
+	}
+	return false
+}
+
+func (p *lineParser) end() bool {
+	p.space()
+	return p.i == len(p.b)
+}
+
+func (p *lineParser) literal(word string) bool {
+	if len(p.b)-p.i >= len(word) && string(p.b[p.i:p.i+len(word)]) == word {
+		p.i += len(word)
+		return true
+	}
+	return false
+}
+
+func (p *lineParser) bool() (bool, bool) {
+	switch {
+	case p.literal("true"):
+		return true, true
+	case p.literal("false"):
+		return false, true
+	}
+	return false, false
+}
+
+// int reads an integer; a fraction, an exponent or an overflow is left to
+// encoding/json.
+func (p *lineParser) int() (int64, bool) {
+	start := p.i
+	if p.i < len(p.b) && p.b[p.i] == '-' {
+		p.i++
+	}
+	digits := p.i
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		p.i++
+	}
+	if p.i == digits || p.i < len(p.b) && (p.b[p.i] == '.' || p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		return 0, false
+	}
+	if p.i-digits > 18 { // may overflow: let strconv say
+		n, err := strconv.ParseInt(string(p.b[start:p.i]), 10, 64)
+		return n, err == nil
+	}
+	var n int64
+	for _, c := range p.b[digits:p.i] {
+		n = n*10 + int64(c-'0')
+	}
+	if digits > start {
+		n = -n
+	}
+	return n, true
+}
+
+// plainString reads a string without escapes and returns its bytes.
+func (p *lineParser) plainString() ([]byte, bool) {
+	if p.peek() != '"' {
+		return nil, false
+	}
+	start := p.i + 1
+	for j := start; j < len(p.b); j++ {
+		switch c := p.b[j]; {
+		case c == '"':
+			p.i = j + 1
+			p.space()
+			return p.b[start:j], true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// str reads a string value, interned when asked; one with escapes is
+// decoded by encoding/json.
+func (p *lineParser) str(intern bool) (string, bool) {
+	start := p.i
+	raw, ok := p.plainString()
+	if !ok {
+		return p.escaped(start)
+	}
+	if !intern {
+		return string(raw), true
+	}
+	if s, ok := p.intern[string(raw)]; ok {
+		return s, true
+	}
+	s := string(raw)
+	if len(p.intern) < 4096 {
+		p.intern[s] = s
+	}
+	return s, true
+}
+
+// escaped decodes the quoted string at start, escapes and all.
+func (p *lineParser) escaped(start int) (string, bool) {
+	if start >= len(p.b) || p.b[start] != '"' {
+		return "", false
+	}
+	for j := start + 1; j < len(p.b); j++ {
+		switch p.b[j] {
+		case '\\':
+			j++
+		case '"':
+			var s string
+			if json.Unmarshal(p.b[start:j+1], &s) != nil {
+				return "", false
+			}
+			p.i = j + 1
+			return s, true
+		}
+	}
+	return "", false
+}
