@@ -30,7 +30,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human lines go to stderr)")
 	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per seed, the anomaly narrative as its text")
 	stopFlag := stopOnFlag(c, "expected")
-	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many seeds run at once, each on a topology of its own (default: one per core)")
+	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many seeds run at once, each on a topology of its own (default: one per core and one more)")
 	reuse := c.Bool("reuse", true, "reset a finished seed's topology for the next seed instead of starting another (a topology whose reset cannot be proven is replaced by a fresh one)")
 	override := overrideFlags(c)
 	pos, code, ok := c.parse(args, stdout, stderr)
@@ -72,6 +72,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	var report strings.Builder
 	out := io.MultiWriter(human, &report)
 	fmt.Fprintf(out, "repro %s (%s): %s\n  expect %s; %d seeds from %d; %s backend\n", entry.Name, entry.Source, entry.Story, entry.Expect, *seeds, *first, entry.Spec.Backend)
+	lanes := max(1, min(*parallel, *seeds))
 	start := time.Now()
 	suite := reports.Suite{Name: "repro " + entry.Name, Started: start, Planned: *seeds}
 	row := reports.SuiteRow{Scenario: entry.Name, Spec: entry.Spec.Line(), Expect: entry.Expect.String()}
@@ -85,7 +86,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		pool = scenario.NewTopologies()
 		defer pool.Close()
 	}
-	scenario.Lanes(ctx, *seeds, *parallel, func(i int) {
+	scenario.Lanes(ctx, *seeds, *parallel, nil, func(i int) {
 		p := plan
 		p.Spec.Seed = *first + int64(i)
 		opt := scenario.Options{Store: *store, CheckTimeout: *checkTimeout, StopOn: stopKinds, Reuse: pool}
@@ -151,7 +152,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	suite.Complete = !interrupted
 	suite.Passed = !interrupted && met == *seeds
 	if !interrupted {
-		fmt.Fprintf(out, "%d of %d seeds met %q; median %.1fs per seed, %.1fs in all (%d at once)\n", met, *seeds, entry.Expect.String(), median(ran).Seconds(), time.Since(start).Seconds(), max(1, min(*parallel, *seeds)))
+		fmt.Fprintf(out, "%d of %d seeds met %q; median %.1fs per seed, %.1fs in all (%d at once)\n", met, *seeds, entry.Expect.String(), median(ran).Seconds(), time.Since(start).Seconds(), lanes)
 		fmt.Fprintf(out, "  rates: %s\n", rates(runs))
 		if entry.Compare != "" {
 			if other := storedRuns(*store, entry.Compare); len(other) > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/resource"
 )
 
 // Planned is one run of a suite: a row of the matrix and its spec, with
@@ -296,6 +297,30 @@ func numberRows(plan []Planned) {
 	}
 }
 
+// longestFirst orders the planned runs by how long each is expected to
+// take, longest first, so that parallel lanes end together rather than
+// one waiting on the last long run: a run lasts its time limit, a
+// database adds its start, and an unsafe one that may stop early takes
+// about half.
+func longestFirst(plan []Planned, stopEarly bool) []int {
+	expect := func(p Planned) time.Duration {
+		d := p.Spec.TimeLimit.D()
+		if stopEarly && p.Expect != nil && len(p.Expect.StopOn()) > 0 {
+			d /= 2
+		}
+		if p.Spec.Resource == resource.Postgres {
+			d += 2 * time.Second
+		}
+		return d
+	}
+	order := make([]int, len(plan))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return expect(plan[order[a]]) > expect(plan[order[b]]) })
+	return order
+}
+
 // RunSuite carries out the planned runs (resolving any that ResolveSuite
 // did not), up to opt.Parallel at once, rewriting the suite's results.json
 // and index.html under store/suites/<stamp>/ after each, so an interrupted
@@ -359,7 +384,7 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 		s.Passed = s.Complete && s.Missed == 0
 		return s
 	}
-	Lanes(ctx, len(plan), opt.Parallel, func(i int) {
+	Lanes(ctx, len(plan), opt.Parallel, longestFirst(plan, opt.StopEarly), func(i int) {
 		p := plan[i]
 		runStart := time.Now()
 		runOpt := Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, WorkerBin: opt.WorkerBin, Reuse: pool}
