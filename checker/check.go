@@ -65,6 +65,8 @@ func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {
 	c.auditLeases()
 	c.auditResource()
 	c.auditLiveness()
+	// What the audits built is not needed again: a soak's is large.
+	c.acquires, c.uses, c.leases, c.leaseOf = nil, nil, nil, nil
 	c.checkLinearizability(deadline)
 	return c.result()
 }

@@ -3,26 +3,99 @@ package checker
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/models"
 )
 
-// checkLinearizability runs porcupine over the lock operations, key by key
-// and all keys at once: the lease-lock model always, the fenced-mutex model
-// when some grant carries a fence. It must finish by deadline; a key whose
-// check does not is unknown.
+// checkLinearizability runs porcupine over the lock operations, key by key:
+// the lease-lock model always, the fenced-mutex model when some grant
+// carries a fence. It must finish by deadline; a key whose check does not
+// is unknown. Keys are checked as many at once as there are cores, each
+// built into porcupine's operations only while it is checked, so that a
+// soak's history is never all in porcupine's form at once.
 func (c *checker) checkLinearizability(deadline time.Time) {
-	ops := models.FromOps(c.ops, c.end)
-	keys, parts := models.ByKey(ops)
+	byKey := map[string][]*history.Op{}
+	fenced := false
+	for i := range c.ops {
+		o := &c.ops[i]
+		if !o.Lease() {
+			continue
+		}
+		byKey[o.Key] = append(byKey[o.Key], o)
+		fenced = fenced || o.F == history.Acquire && o.Finished() && o.Type != history.Info && o.Fence != 0
+	}
+	keys := slices.Sorted(maps.Keys(byKey))
+	type named struct {
+		name  string
+		model porcupine.Model
+	}
+	checks := []named{{LeaseLockModel, models.LeaseLock(c.res.opts.Slack)}}
+	if fenced {
+		checks = append(checks, named{FencedMutexModel, models.FencedMutex()})
+	}
+	type keyResult struct {
+		ops      int
+		segments []int
+		results  []porcupine.CheckResult
+		elapsed  []time.Duration
+	}
+	results := make([]keyResult, len(keys))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.NumCPU(), max(1, len(keys))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				ops := models.FromLockOps(byKey[keys[k]], c.end)
+				r := keyResult{ops: len(ops)}
+				for _, m := range checks {
+					start := time.Now()
+					segs := m.model.Partition(ops)
+					r.segments = append(r.segments, len(segs))
+					r.results = append(r.results, checkSegments(m.model, ops, segs, deadline))
+					r.elapsed = append(r.elapsed, time.Since(start))
+				}
+				results[k] = r
+			}
+		}()
+	}
+	for k := range keys {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+
 	lin := &c.res.Linearizability
-	lin.Models = append(lin.Models, checkModel(LeaseLockModel, models.LeaseLock(c.res.opts.Slack), keys, parts, deadline))
-	if hasFences(ops) {
-		lin.Models = append(lin.Models, checkModel(FencedMutexModel, models.FencedMutex(), keys, parts, deadline))
+	for j, m := range checks {
+		mc := ModelCheck{Model: m.name, Result: LinearOK, Keys: len(keys)}
+		var elapsed time.Duration
+		for k, key := range keys {
+			r := results[k]
+			mc.Operations += r.ops
+			mc.Segments += r.segments[j]
+			elapsed += r.elapsed[j]
+			switch r.results[j] {
+			case porcupine.Illegal:
+				mc.Result = LinearIllegal
+				mc.Failed = append(mc.Failed, key)
+			case porcupine.Unknown:
+				if mc.Result == LinearOK {
+					mc.Result = LinearUnknown
+				}
+				mc.Unknown = append(mc.Unknown, key)
+			}
+		}
+		mc.ElapsedMs = float64(elapsed.Microseconds()) / 1e3
+		lin.Models = append(lin.Models, mc)
 	}
 	lin.Result = LinearOK
 	for _, m := range lin.Models {
@@ -33,51 +106,6 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 			lin.Result = LinearUnknown
 		}
 	}
-}
-
-func hasFences(ops []porcupine.Operation) bool {
-	for _, o := range ops {
-		if o.Input.(models.Input).Kind == models.Acquire && o.Output.(models.Output).Fence != 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// checkModel checks every key's operations against the model at once, each
-// in its own porcupine call so that the verdict names the keys that fail.
-func checkModel(name string, model porcupine.Model, keys []string, parts [][]porcupine.Operation, deadline time.Time) ModelCheck {
-	start := time.Now()
-	m := ModelCheck{Model: name, Result: LinearOK, Keys: len(keys)}
-	results := make([]porcupine.CheckResult, len(keys))
-	segments := make([]int, len(keys))
-	var wg sync.WaitGroup
-	for i := range keys {
-		m.Operations += len(parts[i])
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			segs := model.Partition(parts[i])
-			segments[i] = len(segs)
-			results[i] = checkSegments(model, parts[i], segs, deadline)
-		}()
-	}
-	wg.Wait()
-	for i, r := range results {
-		m.Segments += segments[i]
-		switch r {
-		case porcupine.Illegal:
-			m.Result = LinearIllegal
-			m.Failed = append(m.Failed, keys[i])
-		case porcupine.Unknown:
-			if m.Result == LinearOK {
-				m.Result = LinearUnknown
-			}
-			m.Unknown = append(m.Unknown, keys[i])
-		}
-	}
-	m.ElapsedMs = float64(time.Since(start).Microseconds()) / 1e3
-	return m
 }
 
 // checkSegments checks one key whose partition into segments is already

@@ -140,14 +140,23 @@ func FromOps(all []history.Op, end int64) []porcupine.Operation {
 }
 
 func fromOps(all []history.Op, end int64, index func(pos int) int) []porcupine.Operation {
-	end++ // after the last event: unknown outcomes land no later than "never"
-
 	lockOps := make([]*history.Op, 0, len(all))
 	for i := range all {
 		if all[i].Lease() {
 			lockOps = append(lockOps, &all[i])
 		}
 	}
+	return fromLockOps(lockOps, end, index)
+}
+
+// FromLockOps is FromOps for lock operations already picked out (of one
+// key, say), in invoke order.
+func FromLockOps(lockOps []*history.Op, end int64) []porcupine.Operation {
+	return fromLockOps(lockOps, end, func(pos int) int { return pos })
+}
+
+func fromLockOps(lockOps []*history.Op, end int64, index func(pos int) int) []porcupine.Operation {
+	end++ // after the last event: unknown outcomes land no later than "never"
 	type keyToken struct{ key, token string }
 	uses := make(map[keyToken]int, len(lockOps)/2)
 	ttls := make(map[keyToken]int64, len(lockOps)/2) // each acquire's ttl, for extends that name none
