@@ -96,18 +96,38 @@ func startSentinel(ctx context.Context, c *Cluster) error {
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
-	for _, name := range c.planned.sentinels {
+	// Each sentinel is told its own id and the other sentinels' and the
+	// replicas' addresses, as a sentinel that ran before would have
+	// written them into its configuration: otherwise they learn of each
+	// other from hello messages sent every 2 s, and a start waits for that.
+	sentinelPorts := make([]int, len(c.planned.sentinels))
+	for i := range sentinelPorts {
 		port, err := FreePort()
 		if err != nil {
 			return err
 		}
+		sentinelPorts[i] = port
+	}
+	myID := func(i int) string { return fmt.Sprintf("%040x", i+1) }
+	for i, name := range c.planned.sentinels {
+		port := sentinelPorts[i]
 		conf := []string{
+			"sentinel myid " + myID(i),
 			"sentinel announce-ip 127.0.0.1",
 			"sentinel announce-port " + strconv.Itoa(port),
 			fmt.Sprintf("sentinel monitor %s %s %s %d", masterName, primaryHost, primaryPort, sentinelQuorum),
 			fmt.Sprintf("sentinel down-after-milliseconds %s %d", masterName, downAfter.Milliseconds()),
 			fmt.Sprintf("sentinel failover-timeout %s %d", masterName, failoverTimeout.Milliseconds()),
 			fmt.Sprintf("sentinel parallel-syncs %s 2", masterName),
+		}
+		for j, other := range sentinelPorts {
+			if j != i {
+				conf = append(conf, fmt.Sprintf("sentinel known-sentinel %s 127.0.0.1 %d %s", masterName, other, myID(j)))
+			}
+		}
+		for _, replica := range names[1:] {
+			host, port, _ := net.SplitHostPort(c.internal[replica])
+			conf = append(conf, fmt.Sprintf("sentinel known-replica %s %s %s", masterName, host, port))
 		}
 		conf = append(conf, c.sec.sentinelAuth(masterName)...)
 		n, err := c.startNode(ctx, NodeConfig{Name: name, Dir: filepath.Join(s.Dir, name), Port: port, Args: conf, Sentinel: true, sec: c.sec})

@@ -111,25 +111,25 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "harness suite: %v\n", err)
 		return exitHarness
 	}
-	status := "PASSED"
-	switch {
-	case !suite.Complete:
-		status = "INCOMPLETE (interrupted)"
-	case !suite.Passed:
-		status = "FAILED"
-	}
+	status, code := suiteOutcome(suite)
 	fmt.Fprintf(human, "suite %s %s: %d met, %d missed, %d explored, %.0f s\n  report %s\n", name, status,
 		suite.Met, suite.Missed, suite.Explored, suite.WallSec, filepath.Join(dir, "index.html"))
-	if code := writeOutcome(suite, *junit, *asJSON, stdout, stderr, "suite"); code != 0 {
-		return code
+	if failed := writeOutcome(suite, *junit, *asJSON, stdout, stderr, "suite"); failed != 0 {
+		return failed
 	}
-	if !suite.Passed {
-		if !suite.Complete {
-			return exitHarness
-		}
-		return 1
+	return code
+}
+
+// suiteOutcome is a finished suite's status word and exit code: 0 passed,
+// 1 when a run missed its expectation, exitHarness when it is incomplete.
+func suiteOutcome(s reports.Suite) (string, int) {
+	switch {
+	case !s.Complete:
+		return "INCOMPLETE", exitHarness
+	case !s.Passed:
+		return "FAILED", 1
 	}
-	return 0
+	return "PASSED", 0
 }
 
 // cmdSuiteMerge joins the results of a sharded suite's parts into one
@@ -172,23 +172,11 @@ func cmdSuiteMerge(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		human = stderr
 	}
-	status := "PASSED"
-	switch {
-	case !suite.Complete:
-		status = "INCOMPLETE"
-	case !suite.Passed:
-		status = "FAILED"
-	}
+	status, code := suiteOutcome(suite)
 	fmt.Fprintf(human, "suite %s merged from %d shards %s: %d met, %d missed, %d explored, %.0f s (the longest shard)\n  report %s\n",
 		suite.Name, len(pos), status, suite.Met, suite.Missed, suite.Explored, suite.WallSec, filepath.Join(dir, "index.html"))
-	if code := writeOutcome(suite, *junit, *asJSON, stdout, stderr, "suite merge"); code != 0 {
-		return code
+	if failed := writeOutcome(suite, *junit, *asJSON, stdout, stderr, "suite merge"); failed != 0 {
+		return failed
 	}
-	switch {
-	case !suite.Complete:
-		return exitHarness
-	case !suite.Passed:
-		return 1
-	}
-	return 0
+	return code
 }

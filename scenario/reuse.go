@@ -21,6 +21,10 @@ import (
 type Topologies struct {
 	mu   sync.Mutex
 	idle []*keptTopology
+	// closing are the topologies a reset refused, stopping in the
+	// background so that the run waiting for a fresh one need not wait
+	// for them too; Close waits for them.
+	closing sync.WaitGroup
 }
 
 // keptTopology is a started topology between runs, with the network its
@@ -63,7 +67,11 @@ func (t *Topologies) take(ctx context.Context, planned *cluster.Cluster, logf fu
 			return k, fmt.Sprintf("reused the %s topology started by %s (run %d on it); reset: every link healed, %s", k.cl.Topology, k.dir, k.runs, did)
 		}
 		logf("not reusing the %s topology started by %s: %v; starting a fresh one", k.cl.Topology, k.dir, err)
-		k.close()
+		t.closing.Add(1)
+		go func() {
+			defer t.closing.Done()
+			k.close()
+		}()
 	}
 }
 
@@ -92,6 +100,7 @@ func (t *Topologies) Close() {
 		}()
 	}
 	wg.Wait()
+	t.closing.Wait()
 }
 
 func (k *keptTopology) close() {
