@@ -18,7 +18,7 @@ for n in "$@"; do
 			go test -count=1 -timeout 30m -run '^TestWriteBenchHistory$' ./checker >/dev/null
 	fi
 	rm -f "$dir/results.json"
-	/usr/bin/time -v "$harness" check "$dir" >"$dir/check.txt" 2>"$dir/time.txt" || true
+	/usr/bin/time -v "$harness" check --check-timeout 10m "$dir" >"$dir/check.txt" 2>"$dir/time.txt" || true
 	verdict=$(sed -n 's/.*verdict *//p' "$dir/check.txt")
 	wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$dir/time.txt")
 	rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$dir/time.txt")

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -11,6 +12,19 @@ import (
 // DefaultSlack absorbs clock-rate differences between the harness and the
 // servers (see checker.Options).
 const DefaultSlack = 2 * time.Millisecond
+
+// LinearHTMLMaxOps is the most operations a run may have for linear.html
+// to be drawn.
+const LinearHTMLMaxOps = 200_000
+
+// operations counts a run's client operations.
+func operations(r Results) int {
+	n := 0
+	for _, s := range r.Stats {
+		n += s.OK + s.Fail + s.Info
+	}
+	return n
+}
 
 // WriteRun writes what a checked run leaves in its directory: results.json,
 // linear.html when the check is not clean, and with render the plots and
@@ -26,10 +40,17 @@ func WriteRunFrom(dir, histPath string, res Results, render bool) error {
 }
 
 func writeRunWith(dir string, events func() ([]history.Event, error), res Results, render bool) error {
+	drawLinear := res.Valid != checker.Valid || !res.check.Linearizable()
+	if n := operations(res); drawLinear && n > LinearHTMLMaxOps {
+		// Porcupine's page of a soak would hold every event in memory and
+		// draw millions of bars no browser opens.
+		drawLinear = false
+		res.Checker.Notes = append(res.Checker.Notes, fmt.Sprintf("linear.html not written: %d operations is more than its %d", n, LinearHTMLMaxOps))
+	}
 	if err := WriteResults(dir, res); err != nil {
 		return err
 	}
-	if res.Valid != checker.Valid || !res.check.Linearizable() {
+	if drawLinear {
 		evs, err := events()
 		if err != nil {
 			return err
