@@ -157,14 +157,30 @@ func FromLockOps(lockOps []*history.Op, end int64) []porcupine.Operation {
 
 func fromLockOps(lockOps []*history.Op, end int64, index func(pos int) int) []porcupine.Operation {
 	end++ // after the last event: unknown outcomes land no later than "never"
+	// Each key and token once: how many operations use it, and its
+	// acquire's ttl, for extends that name none. ids is each operation's,
+	// so that the second pass hashes nothing.
 	type keyToken struct{ key, token string }
-	uses := make(map[keyToken]int, len(lockOps)/2)
-	ttls := make(map[keyToken]int64, len(lockOps)/2) // each acquire's ttl, for extends that name none
-	for _, o := range lockOps {
+	type tokenInfo struct {
+		uses   int
+		ttl    int64
+		hasTTL bool
+	}
+	tokenIDs := make(map[keyToken]int32, len(lockOps)/2)
+	infos := make([]tokenInfo, 0, len(lockOps)/2)
+	ids := make([]int32, len(lockOps))
+	for i, o := range lockOps {
 		kt := keyToken{o.Key, o.Token}
-		uses[kt]++
+		id, seen := tokenIDs[kt]
+		if !seen {
+			id = int32(len(infos))
+			tokenIDs[kt] = id
+			infos = append(infos, tokenInfo{})
+		}
+		ids[i] = id
+		infos[id].uses++
 		if o.F == history.Acquire {
-			ttls[kt] = history.LeaseNs(o.TTLMs)
+			infos[id].ttl, infos[id].hasTTL = history.LeaseNs(o.TTLMs), true
 		}
 	}
 
@@ -172,7 +188,7 @@ func fromLockOps(lockOps []*history.Op, end int64, index func(pos int) int) []po
 	ops := make([]porcupine.Operation, len(lockOps))
 	for i, o := range lockOps {
 		kind, _ := lockKind(o.F)
-		kt := keyToken{o.Key, o.Token}
+		info := infos[ids[i]]
 		lane, seen := lanes[o.Process]
 		if !seen {
 			lane = len(lanes)
@@ -185,8 +201,8 @@ func fromLockOps(lockOps []*history.Op, end int64, index func(pos int) int) []po
 			in.TTL = history.LeaseNs(o.TTLMs)
 		case kind == Extend:
 			in.TTL = history.Forever
-			if ttl, ok := ttls[kt]; ok {
-				in.TTL = ttl
+			if info.hasTTL {
+				in.TTL = info.ttl
 			}
 		}
 		out := Output{Outcome: Info, Index: -1}
@@ -202,7 +218,7 @@ func fromLockOps(lockOps []*history.Op, end int64, index func(pos int) int) []po
 				in.Return, ret = o.DoneT, o.DoneT
 			}
 		}
-		in.Anonymous = kind == Acquire && uses[kt] == 1
+		in.Anonymous = kind == Acquire && info.uses == 1
 		ops[i] = porcupine.Operation{ClientId: lane, Input: in, Call: o.InvT, Output: out, Return: ret}
 	}
 	return ops
