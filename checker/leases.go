@@ -164,6 +164,15 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool) (*l
 					l.certEnd, l.certBy = end, u
 				}
 				hi, hiBy = history.Forever, u
+				if c.horizon > 0 && !u.Finished() {
+					// Still outstanding when a running history is
+					// audited: it may yet answer ok, at any later time,
+					// and then no extend invoked before that answer can
+					// lengthen the lease. As if it had landed last.
+					pending := *u
+					pending.DoneT = history.Forever
+					lastOK = &pending
+				}
 			}
 		}
 	}

@@ -131,3 +131,32 @@ func TestAuditPrefixWaitsForCertainty(t *testing.T) {
 		t.Errorf("ParseAnomalies(double-grnt) = %v", err)
 	}
 }
+
+// TestAuditPrefixPendingExtendBlocksLaterOnes is a reviewer's probe: an
+// extend still outstanding at the audit (E0, from the watchdog) may answer
+// ok after a later extend (E1) was invoked, and then E1 cannot lengthen
+// the lease; the audit must not count on E1, or it would claim a double
+// grant the whole history does not have.
+func TestAuditPrefixPendingExtendBlocksLaterOnes(t *testing.T) {
+	h := newHist()
+	h.acquire(0, "k", "a", 0, 1, ok).ttl(10_000)
+	h.extend(1, "k", "a", 1000, 6000, ok, 3000)
+	h.extend(0, "k", "a", 2000, 2500, ok, 20_000)
+	h.acquire(2, "k", "b", 4400, 4500, ok)
+	events := h.build()
+	opts := Options{Slack: 2 * 1e6}
+	full, err := Check(events, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Anomalies[DoubleGrant] != 0 {
+		t.Fatalf("the whole history has %d double grants; the probe needs none", full.Anomalies[DoubleGrant])
+	}
+	n := 0
+	for n < len(events) && events[n].Time <= 5000*1e6 {
+		n++
+	}
+	if got, certain := AuditPrefix(events[:n], 5000*1e6, OnlineAnomalies, opts); certain {
+		t.Errorf("at 5 s the audit was certain of %s: %s", got.Anomaly, got.Narrative)
+	}
+}

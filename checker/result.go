@@ -227,7 +227,8 @@ type Linearizability struct {
 type ModelCheck struct {
 	Model  string `json:"model"`
 	Result string `json:"result"`
-	// ElapsedMs is the check's wall time.
+	// ElapsedMs is the time spent in this model, summed over its keys
+	// (keys are checked as many at once as there are cores).
 	ElapsedMs float64 `json:"elapsed_ms"`
 	// Operations counts the lock operations checked, Keys the lock keys
 	// (porcupine's partitions) and Segments the independent pieces the keys

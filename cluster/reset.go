@@ -131,7 +131,28 @@ func sentinelAsPlanned(ctx context.Context, c *Cluster) error {
 		return fmt.Errorf("%s is the primary, not %s", p.Name(), c.planned.nodes[0])
 	}
 	deadline, _ := ctx.Deadline()
-	return c.waitSettled(ctx, first, time.Until(deadline))
+	if err := c.waitSettled(ctx, first, time.Until(deadline)); err != nil {
+		return err
+	}
+	// A failover begun but not yet carried out, or a sentinel in TILT,
+	// would carry into the next run.
+	for _, s := range c.Sentinels {
+		v, err := c.query(ctx, s.Addr(), "SENTINEL", "MASTER", masterName)
+		if err != nil {
+			return fmt.Errorf("%s: SENTINEL MASTER: %w", s.Name(), err)
+		}
+		if flags := field(v, "flags"); flags != "master" {
+			return fmt.Errorf("%s flags the primary %q, not just master", s.Name(), flags)
+		}
+		info, err := c.query(ctx, s.Addr(), "INFO", "sentinel")
+		if err != nil {
+			return fmt.Errorf("%s: INFO sentinel: %w", s.Name(), err)
+		}
+		if text, _ := info.(string); strings.Contains(text, "sentinel_tilt:1") {
+			return fmt.Errorf("%s is in TILT mode", s.Name())
+		}
+	}
+	return nil
 }
 
 // clusterAsPlanned: every shard's slots are owned by the primary it

@@ -43,3 +43,14 @@ func (o overrides) apply(s *scenario.Spec) {
 
 // changesLock reports whether the scenarios run with another lock.
 func (o overrides) changesLock() bool { return *o.lock != "" || *o.workerCmd != "" }
+
+// String names the overrides given, as flags, for a suite's record.
+func (o overrides) String() string {
+	var parts []string
+	for _, f := range []struct{ name, v string }{{"backend", *o.backend}, {"image", *o.image}, {"lock", *o.lock}, {"worker-cmd", *o.workerCmd}} {
+		if f.v != "" {
+			parts = append(parts, "--"+f.name+" "+f.v)
+		}
+	}
+	return strings.Join(parts, " ")
+}

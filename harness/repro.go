@@ -30,7 +30,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human lines go to stderr)")
 	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per seed, the anomaly narrative as its text")
 	stopFlag := stopOnFlag(c, "expected")
-	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many seeds run at once, each on a topology of its own (default: one per core and one more)")
+	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many seeds run at once, each on a topology of its own: one per core and one more unless given")
 	reuse := c.Bool("reuse", true, "reset a finished seed's topology for the next seed instead of starting another (a topology whose reset cannot be proven is replaced by a fresh one)")
 	override := overrideFlags(c)
 	pos, code, ok := c.parse(args, stdout, stderr)

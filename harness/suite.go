@@ -35,7 +35,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check")
 	asJSON := c.Bool("json", false, "print the suite's results.json on stdout (the progress lines go to stderr)")
 	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per scenario and seed, the anomaly narrative as its text")
-	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many runs go at once, each on a topology of its own, longest expected first (default: one per core and one more)")
+	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many runs go at once, each on a topology of its own, longest expected first: one per core and one more unless given")
 	reuse := c.Bool("reuse", true, "reset a finished run's topology for a later run that starts the same one instead of starting another")
 	stopFlag := c.String("stop-on-anomaly", "expected", "expected: end each unsafe scenario's run once its anomaly is certain (it then heals, checks liveness and is checked as usual); off: every run lasts its time limit")
 	shard := c.String("shard", "", "run only part `i/n` of the suite: every n-th row from row i, all its seeds; `harness suite merge` joins the parts' results")
@@ -106,7 +106,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(human, "suite %s%s: %d runs, %d at once\n", name, part, len(plan), max(1, min(*parallel, len(plan))))
 	suite, dir, err := scenario.RunSuite(ctx, name, plan, scenario.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout, Progress: human,
-		Parallel: *parallel, Reuse: *reuse, StopEarly: *stopFlag == "expected", Shard: *shard})
+		Parallel: *parallel, Reuse: *reuse, StopEarly: *stopFlag == "expected", Shard: *shard, Overrides: override.String()})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness suite: %v\n", err)
 		return exitHarness

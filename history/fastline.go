@@ -3,6 +3,7 @@ package history
 import (
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // lineParser decodes one history line of the shape MarshalLine writes (a
@@ -181,6 +182,9 @@ func (p *lineParser) int() (int64, bool) {
 	if p.i == digits || p.i < len(p.b) && (p.b[p.i] == '.' || p.b[p.i] == 'e' || p.b[p.i] == 'E') {
 		return 0, false
 	}
+	if p.b[digits] == '0' && p.i-digits > 1 { // JSON has no leading zeros
+		return 0, false
+	}
 	if p.i-digits > 18 { // may overflow: let strconv say
 		n, err := strconv.ParseInt(string(p.b[start:p.i]), 10, 64)
 		return n, err == nil
@@ -201,14 +205,21 @@ func (p *lineParser) plainString() ([]byte, bool) {
 		return nil, false
 	}
 	start := p.i + 1
+	ascii := true
 	for j := start; j < len(p.b); j++ {
 		switch c := p.b[j]; {
 		case c == '"':
+			// encoding/json replaces invalid UTF-8; let it.
+			if !ascii && !utf8.Valid(p.b[start:j]) {
+				return nil, false
+			}
 			p.i = j + 1
 			p.space()
 			return p.b[start:j], true
 		case c == '\\' || c < 0x20:
 			return nil, false
+		case c >= 0x80:
+			ascii = false
 		}
 	}
 	return nil, false

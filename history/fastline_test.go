@@ -26,6 +26,10 @@ func TestFastLinesDecodeAsEncodingJSON(t *testing.T) {
 		[]byte(`{"index":3,"error":"line\nbreak é"}`),
 		[]byte(`{}`),
 		[]byte(`{"index":99999999999999999999}`),
+		[]byte(`{"index":007,"value":01}`),
+		[]byte(`{"index":0,"value":0,"time":-0}`),
+		[]byte("{\"index\":1,\"token\":\"a\xffb\"}"),
+		[]byte(`{"index":1,"token":"é ü"}`),
 	}
 	dirs, _ := filepath.Glob(filepath.Join("..", "testdata", "runs", "*", "history.jsonl.gz"))
 	for _, path := range dirs {

@@ -36,12 +36,19 @@ func MergeSuites(dirs []string, out string) (Suite, error) {
 		}
 		switch {
 		case merged.Name == "":
-			merged = Suite{Name: s.Name, Started: s.Started, Complete: true}
+			merged = Suite{Name: s.Name, Started: s.Started, Complete: true, Overrides: s.Overrides}
 			of = n
 		case s.Name != merged.Name:
 			return Suite{}, fmt.Errorf("%s is of suite %q, %s of %q: shards of one suite only", dir, s.Name, dirs[0], merged.Name)
 		case n != of:
 			return Suite{}, fmt.Errorf("%s is shard %s, %s of %d shards: one split only", dir, s.Shard, dirs[0], of)
+		case s.Overrides != merged.Overrides:
+			return Suite{}, fmt.Errorf("%s ran with %q, %s with %q: parts of one suite run alike only", dir, s.Overrides, dirs[0], merged.Overrides)
+		}
+		for _, r := range s.Rows {
+			if r.Order%n != i-1 {
+				return Suite{}, fmt.Errorf("%s: row %s (place %d in the suite) is not shard %s's", dir, r.Scenario, r.Order, s.Shard)
+			}
 		}
 		if prev, dup := seen[i]; dup {
 			return Suite{}, fmt.Errorf("shard %d/%d given twice: %s and %s", i, n, prev, dir)

@@ -82,6 +82,17 @@ func TestMergeSuitesIsTheUnshardedMatrix(t *testing.T) {
 			t.Errorf("merge %v: %v, want %q", tc.dirs, err, tc.want)
 		}
 	}
+	// A part run with another lock is another suite.
+	other, _ := ReadSuite(dirs[1])
+	other.Overrides = "--lock redlock"
+	otherDir := filepath.Join(root, "other")
+	os.MkdirAll(otherDir, 0o755)
+	if err := WriteSuite(otherDir, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MergeSuites([]string{dirs[0], otherDir}, out); err == nil || !strings.Contains(err.Error(), "run alike only") {
+		t.Errorf("merging parts run with other overrides: %v", err)
+	}
 	unsharded := filepath.Join(root, "plain")
 	os.MkdirAll(unsharded, 0o755)
 	if err := WriteSuite(unsharded, whole); err != nil {

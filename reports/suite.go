@@ -32,6 +32,9 @@ type Suite struct {
 	// whole one; Merged lists the shard directories a merge joined.
 	Shard  string   `json:"shard,omitempty"`
 	Merged []string `json:"merged,omitempty"`
+	// Overrides are the flags that changed every row's spec (--lock,
+	// --backend, ...), as given; parts merge only when they agree.
+	Overrides string `json:"overrides,omitempty"`
 }
 
 // SuiteRow is one scenario across its seeds.

@@ -360,7 +360,7 @@ func watchAnomalies(ctx context.Context, rec *history.Recorder, wanted []string,
 			start := time.Now()
 			now := rec.Now()
 			certain, ok := checker.AuditPrefix(rec.Events(), int64(now), wanted, opts)
-			if ok {
+			if ok && ctx.Err() == nil { // past the time limit it stopped nothing
 				found = fmt.Sprintf("%s certain at %.3f s", certain.Anomaly, now.Seconds())
 				logf("%7.3fs  stopping early: %s: %s", now.Seconds(), found, certain.Narrative)
 				stop()

@@ -265,6 +265,8 @@ type SuiteOptions struct {
 	// Shard, when set, names which part of a sharded suite this is
 	// ("1/2"); the rows' Order still counts in the whole suite.
 	Shard string
+	// Overrides are the flags that changed every row (reports.Suite).
+	Overrides string
 }
 
 // Shard is the part i of n (1-based) of a suite: every n-th row, all its
@@ -351,7 +353,7 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 	)
 	// assemble builds the suite from the runs finished so far, in plan order.
 	assemble := func() reports.Suite {
-		s := reports.Suite{Name: name, Started: start, Planned: len(plan), Shard: opt.Shard}
+		s := reports.Suite{Name: name, Started: start, Planned: len(plan), Shard: opt.Shard, Overrides: opt.Overrides}
 		rows := map[string]int{}
 		for i, p := range plan {
 			c := cells[i]
