@@ -33,11 +33,7 @@ func Check(events []history.Event, opts Options) (Result, error) {
 	if err := history.Validate(events); err != nil {
 		return Result{}, err
 	}
-	b := history.NewOpsBuilder(len(events)/2 + 1)
-	for i := range events {
-		b.Add(i, &events[i])
-	}
-	return check(b, opts, deadline), nil
+	return check(history.BuildOps(events), opts, deadline), nil
 }
 
 // CheckStream checks a history as it is read (history.Stream), as Check
@@ -49,10 +45,8 @@ func CheckStream(r io.Reader, opts Options) (Result, []history.Event, error) {
 	deadline := time.Now().Add(opts.timeout())
 	// A line is about 140 bytes, an operation two lines.
 	b := history.NewOpsBuilder(int(opts.SizeHint/280) + 1024)
-	pos := 0
 	if err := history.Stream(r, func(e *history.Event) error {
-		b.Add(pos, e)
-		pos++
+		b.Add(e)
 		return nil
 	}); err != nil {
 		return Result{}, nil, err

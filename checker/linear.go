@@ -61,7 +61,7 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 					start := time.Now()
 					segs := m.model.Partition(ops)
 					r.segments = append(r.segments, len(segs))
-					r.results = append(r.results, checkSegments(m.model, ops, segs, deadline))
+					r.results = append(r.results, checkSegments(m.model, segs, deadline))
 					r.elapsed = append(r.elapsed, time.Since(start))
 				}
 				results[k] = r
@@ -109,15 +109,12 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 }
 
 // checkSegments checks one key whose partition into segments is already
-// known. A segment whose operations, taken in the order they returned, are
-// a legal sequence of the model is linearizable (that order is consistent
-// with real time: an operation that returned before another was invoked
-// comes first), and that is most segments of a working lock; porcupine
-// searches only the others.
-func checkSegments(model porcupine.Model, ops []porcupine.Operation, segments [][]porcupine.Operation, deadline time.Time) porcupine.CheckResult {
+// known. A segment with a witness (witnessed) is linearizable, and that is
+// most segments of a working lock; porcupine searches only the others.
+func checkSegments(model porcupine.Model, segments [][]porcupine.Operation, deadline time.Time) porcupine.CheckResult {
 	var hard [][]porcupine.Operation
 	for _, seg := range segments {
-		if !inReturnOrder(model, seg) {
+		if !witnessed(model, seg) {
 			hard = append(hard, seg)
 		}
 	}
@@ -136,7 +133,7 @@ func checkSegments(model porcupine.Model, ops []porcupine.Operation, segments []
 	return porcupine.CheckOperationsTimeout(model, rest, left)
 }
 
-// inReturnOrder reports whether the segment's operations, in one of a few
+// witnessed reports whether the segment's operations, in one of a few
 // orders consistent with real time, are a legal sequence of the model: a
 // witness that it is linearizable. False says nothing; porcupine then
 // searches. The orders: by return; answers other than ok at their invoke
@@ -144,7 +141,7 @@ func checkSegments(model porcupine.Model, ops []porcupine.Operation, segments []
 // return; by invoke. Each places an operation at an instant within its
 // [call, return], so one that returned before another was invoked comes
 // first.
-func inReturnOrder(model porcupine.Model, seg []porcupine.Operation) bool {
+func witnessed(model porcupine.Model, seg []porcupine.Operation) bool {
 	at := []func(o porcupine.Operation) int64{
 		func(o porcupine.Operation) int64 { return o.Return },
 		func(o porcupine.Operation) int64 {

@@ -2,7 +2,6 @@ package checker
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/lockharness/lockharness/history"
@@ -56,10 +55,7 @@ type Certain struct {
 // whatever it returns, Check on the whole history finds too. Porcupine,
 // the counter and liveness are not run.
 func AuditPrefix(events []history.Event, now int64, wanted []string, opts Options) (Certain, bool) {
-	b := history.NewOpsBuilder(len(events)/2 + 1)
-	for i := range events {
-		b.Add(i, &events[i])
-	}
+	b := history.BuildOps(events)
 	if b.Err() != nil {
 		return Certain{}, false // Check will refuse it; nothing is certain
 	}
@@ -67,15 +63,7 @@ func AuditPrefix(events []history.Event, now int64, wanted []string, opts Option
 	c.horizon = now
 	c.auditLeases()
 	if !opts.Database {
-		var accepted []*history.Op
-		for i := range c.ops {
-			if o := &c.ops[i]; o.F == history.Write && o.Type == history.OK {
-				accepted = append(accepted, o)
-			}
-		}
-		sort.Slice(accepted, func(i, j int) bool { return accepted[i].Done < accepted[j].Done })
-		c.auditStaleWrites(accepted)
-		c.auditExpiredWrites(accepted)
+		c.auditCounterWrites(c.acceptedWrites())
 	}
 	for _, f := range c.found {
 		for _, w := range wanted {

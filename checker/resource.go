@@ -11,20 +11,12 @@ import (
 // auditResource checks what the protected resource accepted: writes from
 // superseded holders (stale-write), writes fencing refused, and the counter.
 func (c *checker) auditResource() {
-	var accepted []*history.Op
 	for i := range c.ops {
-		o := &c.ops[i]
-		if o.F != history.Write {
-			continue
-		}
-		switch o.Type {
-		case history.OK:
-			accepted = append(accepted, o)
-		case history.Fail:
+		if o := &c.ops[i]; o.F == history.Write && o.Type == history.Fail {
 			c.res.Fencing.Rejected++
 		}
-		// An info write never reached the resource: nothing to audit.
 	}
+	accepted := c.acceptedWrites()
 	if c.opts.Tables == nil && c.opts.Database && len(accepted) > 0 {
 		c.resourceUnjudged = true
 		c.note("the writes went to a database whose final rows are missing (resource.json): the resource was not audited")
@@ -36,12 +28,30 @@ func (c *checker) auditResource() {
 		c.auditExpiredWrites(accepted)
 		return
 	}
-	// The counter's order is the order of its acceptances, which the
-	// recorder stamps together with the effect.
+	c.auditCounter(c.auditCounterWrites(accepted))
+}
+
+// acceptedWrites are the writes the resource answered ok, in invoke order.
+// An info write never reached the resource: nothing to audit.
+func (c *checker) acceptedWrites() []*history.Op {
+	var accepted []*history.Op
+	for i := range c.ops {
+		if o := &c.ops[i]; o.F == history.Write && o.Type == history.OK {
+			accepted = append(accepted, o)
+		}
+	}
+	return accepted
+}
+
+// auditCounterWrites audits the in-memory counter's accepted writes for
+// stale and expired ones, and returns them in the counter's order: the
+// order of its acceptances, which the recorder stamps together with the
+// effect.
+func (c *checker) auditCounterWrites(accepted []*history.Op) []*history.Op {
 	sort.Slice(accepted, func(i, j int) bool { return accepted[i].Done < accepted[j].Done })
 	c.auditStaleWrites(accepted)
 	c.auditExpiredWrites(accepted)
-	c.auditCounter(accepted)
+	return accepted
 }
 
 // auditExpiredWrites flags an accepted write that landed after its lease

@@ -79,7 +79,6 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	took := make([]time.Duration, *seeds)
 	cells := make([]*reports.SuiteCell, *seeds)
 	results := make([]*reports.Results, *seeds)
-	met := 0
 	var mu sync.Mutex
 	var pool *scenario.Topologies
 	if *reuse {
@@ -98,31 +97,18 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		mu.Lock()
 		defer mu.Unlock()
 		took[i] = time.Since(runStart)
-		cell := reports.SuiteCell{Seed: p.Spec.Seed, Seconds: took[i].Seconds(), Run: res.Dir}
+		cell, outcome := scenario.Cell(ctx, p.Spec.Seed, took[i], res, err, &entry.Expect)
+		cell.Run = res.Dir
 		cells[i] = &cell
-		switch {
-		case ctx.Err() != nil:
-			cell.Verdict = "interrupted"
-			fmt.Fprintf(out, "  seed %-4d interrupted\n", p.Spec.Seed)
-		case err != nil:
-			fmt.Fprintf(out, "  seed %-4d harness error: %v\n", p.Spec.Seed, err)
-			cell.Verdict, cell.Error = "error", err.Error()
-		default:
-			results[i] = &res.Results
-			ok, why := entry.Expect.Met(res.Results)
-			cell.Verdict, cell.Anomalies, cell.Met, cell.Why = res.Results.Valid.String(), res.Results.Anomalies, &ok, why
-			cell.Narrative = reports.FirstFindings(res.Results)
-			mark := "met"
-			if ok {
-				met++
-			} else {
-				mark = "MISSED: " + why
-			}
-			if res.Results.StoppedEarly != "" {
-				mark += " (stopped early: " + res.Results.StoppedEarly + ")"
-			}
-			fmt.Fprintf(out, "  seed %-4d %-8s %s  %5.1fs  %s  %s\n", p.Spec.Seed, res.Results.Valid, anomalyLine(res.Results), took[i].Seconds(), mark, res.Dir)
+		if cell.Met == nil {
+			fmt.Fprintf(out, "  seed %-4d %s\n", p.Spec.Seed, outcome)
+			return
 		}
+		results[i] = &res.Results
+		if res.Results.StoppedEarly != "" {
+			outcome += " (stopped early: " + res.Results.StoppedEarly + ")"
+		}
+		fmt.Fprintf(out, "  seed %-4d %-8s %s  %5.1fs  %s  %s\n", p.Spec.Seed, res.Results.Valid, anomalyLine(res.Results), took[i].Seconds(), outcome, res.Dir)
 	})
 	interrupted := ctx.Err() != nil
 	var runs []reports.Results
@@ -135,24 +121,18 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		ran = append(ran, took[i])
 		if results[i] != nil {
 			runs = append(runs, *results[i])
-			if cell.Met != nil && *cell.Met {
-				suite.Met++
-			} else {
-				suite.Missed++
-			}
-		} else if cell.Verdict == "error" {
-			suite.Missed++
 		}
 	}
-	if interrupted {
-		fmt.Fprintf(out, "  interrupted; %d of %d seeds met the expectation so far\n", met, len(runs))
-	}
 	suite.Rows = []reports.SuiteRow{row}
+	suite.Tally()
+	if interrupted {
+		fmt.Fprintf(out, "  interrupted; %d of %d seeds met the expectation so far\n", suite.Met, len(runs))
+	}
 	suite.WallSec = time.Since(start).Seconds()
 	suite.Complete = !interrupted
-	suite.Passed = !interrupted && met == *seeds
+	suite.Passed = !interrupted && suite.Met == *seeds
 	if !interrupted {
-		fmt.Fprintf(out, "%d of %d seeds met %q; median %.1fs per seed, %.1fs in all (%d at once)\n", met, *seeds, entry.Expect.String(), median(ran).Seconds(), time.Since(start).Seconds(), lanes)
+		fmt.Fprintf(out, "%d of %d seeds met %q; median %.1fs per seed, %.1fs in all (%d at once)\n", suite.Met, *seeds, entry.Expect.String(), median(ran).Seconds(), time.Since(start).Seconds(), lanes)
 		fmt.Fprintf(out, "  rates: %s\n", rates(runs))
 		if entry.Compare != "" {
 			if other := storedRuns(*store, entry.Compare); len(other) > 0 {
@@ -172,7 +152,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case interrupted:
 		return exitHarness
-	case met != *seeds:
+	case suite.Met != *seeds:
 		return 1
 	}
 	return 0

@@ -120,11 +120,17 @@ func (p *pairing) complete(e *Event) (int, error) {
 // first of them is returned as the error, naming the event's index. The
 // checker refuses such a history; reports draw what could be paired.
 func Ops(events []Event) ([]Op, error) {
+	b := BuildOps(events)
+	return b.Ops(), b.Err()
+}
+
+// BuildOps is an OpsBuilder that has taken every event of events.
+func BuildOps(events []Event) *OpsBuilder {
 	b := NewOpsBuilder(len(events)/2 + 1)
 	for i := range events {
-		b.Add(i, &events[i])
+		b.Add(&events[i])
 	}
-	return b.Ops(), b.Err()
+	return b
 }
 
 // OpsBuilder pairs a history's events into operations as they come (Ops,
@@ -136,7 +142,8 @@ type OpsBuilder struct {
 	first   error
 	nemesis []Event
 	end     int64
-	n       int
+	// n is how many events came: the next one's position.
+	n int
 }
 
 // NewOpsBuilder starts pairing; capacity is a guess at the operations.
@@ -144,9 +151,10 @@ func NewOpsBuilder(capacity int) *OpsBuilder {
 	return &OpsBuilder{ops: make([]Op, 0, capacity), p: newPairing()}
 }
 
-// Add takes the event at position pos of the history (its index, in a
-// history that validates).
-func (b *OpsBuilder) Add(pos int, e *Event) {
+// Add takes the history's next event. Operations name their events by
+// position in the history (their index, in a history that validates).
+func (b *OpsBuilder) Add(e *Event) {
+	pos := b.n
 	b.n++
 	b.end = max(b.end, e.Time)
 	fail := func(err error) {
@@ -189,11 +197,8 @@ func (b *OpsBuilder) Err() error { return b.first }
 // Nemesis are the nemesis events so far, in order.
 func (b *OpsBuilder) Nemesis() []Event { return b.nemesis }
 
-// End is the latest event time so far, and Events how many events came.
+// End is the latest event time so far.
 func (b *OpsBuilder) End() int64 { return b.end }
-
-// Events is how many events were added.
-func (b *OpsBuilder) Events() int { return b.n }
 
 // complete merges the completion at position i into the operation.
 func (o *Op) complete(i int, c *Event) {

@@ -131,14 +131,6 @@ func Operations(events []history.Event) ([]porcupine.Operation, error) {
 	return fromOps(all, end, func(pos int) int { return events[pos].Index }), nil
 }
 
-// FromOps is Operations for a history already paired into all (see
-// history.Ops).
-// end is the time of the history's last event; the history validates, so
-// an operation's positions are its events' indexes.
-func FromOps(all []history.Op, end int64) []porcupine.Operation {
-	return fromOps(all, end, func(pos int) int { return pos })
-}
-
 func fromOps(all []history.Op, end int64, index func(pos int) int) []porcupine.Operation {
 	lockOps := make([]*history.Op, 0, len(all))
 	for i := range all {
@@ -149,8 +141,10 @@ func fromOps(all []history.Op, end int64, index func(pos int) int) []porcupine.O
 	return fromLockOps(lockOps, end, index)
 }
 
-// FromLockOps is FromOps for lock operations already picked out (of one
-// key, say), in invoke order.
+// FromLockOps is Operations for lock operations already paired (see
+// history.Ops) and picked out (of one key, say), in invoke order, of a
+// history that validates, so that an operation's positions are its events'
+// indexes; end is the time of the history's last event.
 func FromLockOps(lockOps []*history.Op, end int64) []porcupine.Operation {
 	return fromLockOps(lockOps, end, func(pos int) int { return pos })
 }

@@ -58,9 +58,6 @@ func MergeSuites(dirs []string, out string) (Suite, error) {
 			merged.Started = s.Started
 		}
 		merged.WallSec = max(merged.WallSec, s.WallSec)
-		merged.Met += s.Met
-		merged.Missed += s.Missed
-		merged.Explored += s.Explored
 		merged.Planned += s.Planned
 		merged.Complete = merged.Complete && s.Complete
 		absDir, err := filepath.Abs(dir)
@@ -90,6 +87,7 @@ func MergeSuites(dirs []string, out string) (Suite, error) {
 		return Suite{}, fmt.Errorf("shard %s missing: merge every shard of the split", strings.Join(missing, ", "))
 	}
 	sort.SliceStable(merged.Rows, func(a, b int) bool { return merged.Rows[a].Order < merged.Rows[b].Order })
+	merged.Tally()
 	merged.Passed = merged.Complete && merged.Missed == 0
 	return merged, nil
 }

@@ -49,12 +49,13 @@ func newStampDir(base string, now time.Time) (string, error) {
 	}
 }
 
-// pointLatest swaps store/latest atomically: a new link, then a rename over
-// the old one, so a reader never finds it missing.
+// latestMu serialises pointLatest: runs going at once (repro --parallel)
+// share its temporary name.
 var latestMu sync.Mutex
 
+// pointLatest swaps store/latest atomically: a new link, then a rename over
+// the old one, so a reader never finds it missing.
 func pointLatest(store, dir string) error {
-	// Runs going at once (repro --parallel) share the temporary name.
 	latestMu.Lock()
 	defer latestMu.Unlock()
 	rel, err := filepath.Rel(store, dir)

@@ -65,6 +65,26 @@ type SuiteCell struct {
 	Error   string  `json:"error,omitempty"`
 }
 
+// Tally counts the suite's met, missed and explored runs from its cells: a
+// cell with an expectation met it or not, one the harness failed is missed,
+// one without an expectation explored, an interrupted one none of these.
+func (s *Suite) Tally() {
+	s.Met, s.Missed, s.Explored = 0, 0, 0
+	for _, r := range s.Rows {
+		for _, c := range r.Cells {
+			switch {
+			case c.Verdict == "interrupted":
+			case c.Met == nil && c.Error == "":
+				s.Explored++
+			case c.Met != nil && *c.Met:
+				s.Met++
+			default:
+				s.Missed++
+			}
+		}
+	}
+}
+
 // FirstFindings is the narrative of the first finding of each anomaly in
 // the results, one a line, as suite cells keep them.
 func FirstFindings(r Results) string {

@@ -203,7 +203,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 		}
 	}
 	r.work, err = workloads.StartMutex(workloads.MutexConfig{
-		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed, Backoff: backoff(spec),
+		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed, Backoff: spec.Backoff.D(),
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends,
 		Database: r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: plan.Keys,
 		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
@@ -234,29 +234,19 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	return r, nil
 }
 
-// backoff is the workload's backoff for the spec's (0 there is none).
-func backoff(s Spec) time.Duration {
-	if s.Backoff == 0 {
-		return -1
-	}
-	return s.Backoff.D()
-}
-
-// close stops the workers, the topology, the database and the network, in
-// that order.
+// close stops the workers, the database, and the topology and network (or
+// gives them back to the keep they came from), in that order.
 func (r *rig) close() {
 	if r.stopWork != nil {
 		r.stopWork()
 	}
+	r.db.close()
 	if r.keep != nil {
 		r.keep.give(r.kept)
-	} else {
-		r.cl.Close()
+		return
 	}
-	r.db.close()
-	if r.keep == nil {
-		r.net.Close()
-	}
+	r.cl.Close()
+	r.net.Close()
 }
 
 // drive runs the topology, workload and nemesis, and always stops them. It

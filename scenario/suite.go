@@ -323,6 +323,33 @@ func longestFirst(plan []Planned, stopEarly bool) []int {
 	return order
 }
 
+// Cell is a finished run's place in a matrix (its Run left for the caller
+// to say where from), and its outcome in a few words for progress lines:
+// interrupted, a harness error, explored (no expectation), met, or MISSED
+// and why.
+func Cell(ctx context.Context, seed int64, took time.Duration, out Outcome, err error, expect *Expect) (reports.SuiteCell, string) {
+	cell := reports.SuiteCell{Seed: seed, Seconds: took.Seconds()}
+	switch {
+	case ctx.Err() != nil:
+		cell.Verdict, cell.Error = "interrupted", "interrupted"
+		return cell, "interrupted"
+	case err != nil:
+		cell.Verdict, cell.Error = "error", err.Error()
+		return cell, "harness error: " + err.Error()
+	}
+	cell.Verdict, cell.Anomalies = out.Results.Valid.String(), out.Results.Anomalies
+	cell.Narrative = reports.FirstFindings(out.Results)
+	if expect == nil {
+		return cell, "explored"
+	}
+	met, why := expect.Met(out.Results)
+	cell.Met, cell.Why = &met, why
+	if !met {
+		return cell, "MISSED: " + why
+	}
+	return cell, "met"
+}
+
 // RunSuite carries out the planned runs (resolving any that ResolveSuite
 // did not), up to opt.Parallel at once, rewriting the suite's results.json
 // and index.html under store/suites/<stamp>/ after each, so an interrupted
@@ -371,16 +398,8 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 				s.Rows = append(s.Rows, row)
 			}
 			s.Rows[r].Cells = append(s.Rows[r].Cells, *c)
-			switch {
-			case c.Verdict == "interrupted":
-			case c.Met == nil && c.Error == "":
-				s.Explored++
-			case c.Met != nil && *c.Met:
-				s.Met++
-			default:
-				s.Missed++
-			}
 		}
+		s.Tally()
 		s.WallSec = time.Since(start).Seconds()
 		s.Complete = finished == len(plan) && ctx.Err() == nil
 		s.Passed = s.Complete && s.Missed == 0
@@ -400,31 +419,11 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 		} else {
 			out, err = RunSpec(ctx, p.Spec, runOpt)
 		}
-		cell := reports.SuiteCell{Seed: p.Spec.Seed, Seconds: time.Since(runStart).Seconds()}
+		cell, outcome := Cell(ctx, p.Spec.Seed, time.Since(runStart), out, err, p.Expect)
 		if out.Dir != "" {
 			abs, _ := filepath.Abs(out.Dir)
 			absSuite, _ := filepath.Abs(dir)
 			cell.Run, _ = filepath.Rel(absSuite, abs)
-		}
-		outcome := ""
-		switch {
-		case ctx.Err() != nil:
-			cell.Verdict, cell.Error, outcome = "interrupted", "interrupted", "interrupted"
-		case err != nil:
-			cell.Verdict, cell.Error, outcome = "error", err.Error(), "harness error: "+err.Error()
-		default:
-			cell.Verdict, cell.Anomalies = out.Results.Valid.String(), out.Results.Anomalies
-			cell.Narrative = reports.FirstFindings(out.Results)
-			if p.Expect == nil {
-				outcome = "explored"
-			} else {
-				met, why := p.Expect.Met(out.Results)
-				cell.Met, cell.Why = &met, why
-				outcome = "met"
-				if !met {
-					outcome = "MISSED: " + why
-				}
-			}
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -14,7 +14,8 @@ import (
 	"github.com/lockharness/lockharness/resource"
 )
 
-// DefaultBackoff is the mean pause between a client's cycles: 10-50 ms.
+// DefaultBackoff is the mean pause between a client's cycles that runs
+// start from: 10-50 ms.
 const DefaultBackoff = 30 * time.Millisecond
 
 // MutexConfig describes the mutex workload.
@@ -37,7 +38,7 @@ type MutexConfig struct {
 	// Extend makes every holder extend its lease after its write.
 	Extend bool
 	// Backoff is the mean pause between a client's cycles, drawn from
-	// [D/3, 5D/3) (0: DefaultBackoff; negative: none).
+	// [D/3, 5D/3); 0: none.
 	Backoff time.Duration
 	// RecipePoints are the lock recipe's own pause points.
 	RecipePoints []string
@@ -169,7 +170,7 @@ func (m *Mutex) loop(c *Client, rng *rand.Rand) {
 			return
 		}
 		// Randomised backoff, also after a grant, so that holders rotate.
-		if d := cmp.Or(m.cfg.Backoff, DefaultBackoff); d > 0 {
+		if d := m.cfg.Backoff; d > 0 {
 			time.Sleep(d/3 + time.Duration(rng.Int63n(int64(4*d/3))))
 		}
 	}
