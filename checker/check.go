@@ -51,23 +51,35 @@ func CheckStream(r io.Reader, opts Options) (Result, []history.Event, error) {
 	}); err != nil {
 		return Result{}, nil, err
 	}
+	b.Done()
 	return check(b, opts, deadline), b.Nemesis(), nil
 }
 
 func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {
-	c := newChecker(b.Ops(), b.Nemesis(), b.End(), opts)
+	c := newChecker(b, opts)
+	// Porcupine and the audits share nothing but the operations, so they
+	// run at once; the audits take one core for a while, porcupine's keys
+	// as many as there are.
+	lin := make(chan struct{})
+	go func() {
+		defer close(lin)
+		c.checkLinearizability(deadline)
+	}()
 	c.auditLeases()
 	c.auditResource()
 	c.auditLiveness()
 	// What the audits built is not needed again: a soak's is large.
-	c.acquires, c.uses, c.leases, c.leaseOf = nil, nil, nil, nil
-	c.checkLinearizability(deadline)
+	c.acquires, c.uses, c.leases, c.leaseOf = nil, tokenUses{}, nil, nil
+	<-lin
 	return c.result()
 }
 
 // checker carries one Check's state between the audits.
 type checker struct {
 	ops []history.Op
+	// tokens bounds every op's TokenID; keyNames names each KeyID.
+	tokens   int
+	keyNames []string
 	// end is the time of the history's last event.
 	end    int64
 	slack  int64
@@ -77,19 +89,19 @@ type checker struct {
 	// a whole history.
 	horizon int64
 
-	// acquires maps key+token to its acquire attempt, a granted one if the
-	// token was (wrongly) used twice.
-	acquires map[tokenKey]*history.Op
-	// uses maps key+token to the extends and releases of it, in invoke order.
-	uses map[tokenKey][]*history.Op
+	// acquires is each key+token's acquire attempt (by Op.TokenID), a
+	// granted one if the token was (wrongly) used twice.
+	acquires []*history.Op
+	// uses are the extends and releases of each key+token, in invoke order.
+	uses tokenUses
 	// leases holds each key's grants, sorted by the start of their window.
 	leases map[string][]*lease
-	// leaseOf is each granted token's lease.
-	leaseOf map[tokenKey]*lease
+	// leaseOf is each granted key+token's lease.
+	leaseOf []*lease
 
-	// unseen are the acquires whose leases renew where the harness cannot
-	// see (history.Event.UnseenRenewals).
-	unseen map[tokenKey]bool
+	// unseen marks the key+tokens whose leases renew where the harness
+	// cannot see (history.Event.UnseenRenewals); nil when none do.
+	unseen []bool
 	// rowOf is the database row of each write it accepted (Options.Tables).
 	rowOf map[*history.Op]databaseRow
 	// resourceUnjudged: a database's writes without its rows.
@@ -111,24 +123,28 @@ type found struct {
 	at, first int64
 }
 
-func newChecker(ops []history.Op, nemesis []history.Event, end int64, opts Options) *checker {
+func newChecker(b *history.OpsBuilder, opts Options) *checker {
+	ops := b.Ops()
 	c := &checker{
 		ops:      ops,
-		end:      end,
+		tokens:   b.Tokens(),
+		keyNames: b.Keys(),
+		end:      b.End(),
 		slack:    int64(opts.Slack),
-		faults:   faultWindows(nemesis),
-		acquires: make(map[tokenKey]*history.Op, len(ops)/3),
-		uses:     make(map[tokenKey][]*history.Op, len(ops)/3),
+		faults:   faultWindows(b.Nemesis()),
+		acquires: make([]*history.Op, b.Tokens()),
 		leases:   make(map[string][]*lease),
-		leaseOf:  make(map[tokenKey]*lease, len(ops)/3),
+		leaseOf:  make([]*lease, b.Tokens()),
 		listed:   make(map[string]int),
 		unlisted: make(map[string]int),
 		perKey:   make(map[anomalyKey]int),
-		unseen:   make(map[tokenKey]bool),
 	}
 	for i := range ops {
 		if o := &ops[i]; o.F == history.Acquire && o.UnseenRenewals {
-			c.unseen[tokenKey{o.Key, o.Token}] = true
+			if c.unseen == nil {
+				c.unseen = make([]bool, b.Tokens())
+			}
+			c.unseen[o.TokenID] = true
 		}
 	}
 	c.res.opts, c.opts = opts, opts
@@ -159,7 +175,7 @@ func (c *checker) report(anomaly, key string, ps []ref, narrative string) {
 func (c *checker) judgesExpiry(anomaly string) bool {
 	switch anomaly {
 	case DoubleGrant, StaleWrite, ExpiredWrite, ForeignRelease:
-		return len(c.unseen) > 0
+		return c.unseen != nil
 	}
 	return false
 }
@@ -168,7 +184,7 @@ func (c *checker) judgesExpiry(anomaly string) bool {
 // renewals the harness cannot see.
 func (c *checker) involvesUnseen(ps []ref) bool {
 	for _, p := range ps {
-		if c.unseen[tokenKey{p.op.Key, p.op.Token}] {
+		if c.unseen[p.op.TokenID] {
 			return true
 		}
 	}
@@ -227,7 +243,7 @@ func (c *checker) result() Result {
 	switch r.Linearizability.Result {
 	case LinearIllegal:
 		r.Valid = Invalid
-		if len(c.unseen) > 0 {
+		if c.unseen != nil {
 			// The model takes each lease to end at its TTL; a renewal it
 			// cannot see makes that a guess.
 			r.Valid = Unknown

@@ -2,15 +2,49 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/lockharness/lockharness/history"
 )
 
-// tokenKey identifies a lease. Extends and releases are matched to their
-// grant by it, never by process: a client's watchdog extends under its own
-// process number.
-type tokenKey struct{ key, token string }
+// tokenUses lists each key+token's extends and releases (by Op.TokenID),
+// in invoke order, all in one array. Extends and releases are matched to
+// their grant by key and token, never by process: a client's watchdog
+// extends under its own process number.
+type tokenUses struct {
+	// start[id] is where id's uses begin in ops; they end at start[id+1].
+	start []int32
+	ops   []*history.Op
+}
+
+func (u tokenUses) of(id int32) []*history.Op { return u.ops[u.start[id]:u.start[id+1]] }
+
+// extendsAndReleases gathers ops' tokened extends and releases by
+// TokenID, counting them first so that no per-token list is allocated.
+func extendsAndReleases(ops []history.Op, tokens int) tokenUses {
+	u := tokenUses{start: make([]int32, tokens+1)}
+	isUse := func(o *history.Op) bool {
+		return (o.F == history.Extend || o.F == history.Release) && o.Token != ""
+	}
+	for i := range ops {
+		if o := &ops[i]; isUse(o) {
+			u.start[o.TokenID+1]++
+		}
+	}
+	for id := range tokens {
+		u.start[id+1] += u.start[id]
+	}
+	u.ops = make([]*history.Op, u.start[tokens])
+	next := slices.Clone(u.start[:tokens])
+	for i := range ops {
+		if o := &ops[i]; isUse(o) {
+			u.ops[next[o.TokenID]] = o
+			next[o.TokenID]++
+		}
+	}
+	return u
+}
 
 // lease is what one grant's acquire, extends and releases prove about when
 // its key existed on the server. The key was set at some instant in the
@@ -56,23 +90,21 @@ func (c *checker) auditLeases() {
 	var untokened int
 	for i := range c.ops {
 		o := &c.ops[i]
-		k := tokenKey{o.Key, o.Token}
 		switch o.F {
 		case history.Acquire:
 			if o.Token == "" {
 				continue
 			}
-			if prev, dup := c.acquires[k]; !dup || (prev.Type != history.OK && o.Type == history.OK) {
-				c.acquires[k] = o
+			if prev := c.acquires[o.TokenID]; prev == nil || (prev.Type != history.OK && o.Type == history.OK) {
+				c.acquires[o.TokenID] = o
 			}
 		case history.Extend, history.Release:
 			if o.Token == "" {
 				untokened++
-				continue
 			}
-			c.uses[k] = append(c.uses[k], o)
 		}
 	}
+	c.uses = extendsAndReleases(c.ops, len(c.acquires))
 	if untokened > 0 {
 		c.note("%d extends or releases carry no token; they were not matched to grants", untokened)
 	}
@@ -84,13 +116,12 @@ func (c *checker) auditLeases() {
 		if o.F != history.Acquire || o.Type != history.OK {
 			continue
 		}
-		k := tokenKey{o.Key, o.Token}
 		var uses []*history.Op
 		if o.Token != "" {
-			uses = c.uses[k]
+			uses = c.uses.of(o.TokenID)
 		}
 		// A token granted twice is a harness bug; audit its uses once.
-		audit := o.Token != "" && c.acquires[k] == o
+		audit := o.Token != "" && c.acquires[o.TokenID] == o
 		l, f := c.walkLease(o, uses, audit)
 		foreign = append(foreign, f...)
 		if _, seen := c.leases[o.Key]; !seen {
@@ -98,7 +129,7 @@ func (c *checker) auditLeases() {
 		}
 		c.leases[o.Key] = append(c.leases[o.Key], l)
 		if audit {
-			c.leaseOf[k] = l
+			c.leaseOf[o.TokenID] = l
 		}
 	}
 	foreign = append(foreign, c.ungrantedUses()...)
@@ -199,7 +230,7 @@ func (c *checker) ungrantedUses() []foreignUse {
 		if (u.F != history.Extend && u.F != history.Release) || u.Token == "" || u.Type != history.OK {
 			continue
 		}
-		acq := c.acquires[tokenKey{u.Key, u.Token}]
+		acq := c.acquires[u.TokenID]
 		if acq == nil || acq.Type == history.Fail {
 			foreign = append(foreign, foreignUse{use: u, acq: acq})
 		}

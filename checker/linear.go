@@ -3,7 +3,6 @@ package checker
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -22,24 +21,55 @@ import (
 // built into porcupine's operations only while it is checked, so that a
 // soak's history is never all in porcupine's form at once.
 func (c *checker) checkLinearizability(deadline time.Time) {
-	byKey := map[string][]*history.Op{}
+	// Each key's lock operations, and their tokens numbered from 0 (by
+	// Op.TokenID, which is unique to a key and token): what the models
+	// index by. Counted first, so that each list is allocated once.
+	count := make([]int, len(c.keyNames))
 	fenced := false
+	for i := range c.ops {
+		if o := &c.ops[i]; o.Lease() {
+			count[o.KeyID]++
+			fenced = fenced || o.F == history.Acquire && o.Finished() && o.Type != history.Info && o.Fence != 0
+		}
+	}
+	byKey := make([][]*history.Op, len(count))
+	tokensOf := make([][]int32, len(count))
+	for k, n := range count {
+		byKey[k], tokensOf[k] = make([]*history.Op, 0, n), make([]int32, 0, n)
+	}
+	local := make([]int32, c.tokens)
+	seen := make([]int32, len(count))
 	for i := range c.ops {
 		o := &c.ops[i]
 		if !o.Lease() {
 			continue
 		}
-		byKey[o.Key] = append(byKey[o.Key], o)
-		fenced = fenced || o.F == history.Acquire && o.Finished() && o.Type != history.Info && o.Fence != 0
+		if local[o.TokenID] == 0 {
+			seen[o.KeyID]++
+			local[o.TokenID] = seen[o.KeyID]
+		}
+		byKey[o.KeyID] = append(byKey[o.KeyID], o)
+		tokensOf[o.KeyID] = append(tokensOf[o.KeyID], local[o.TokenID]-1)
 	}
-	keys := slices.Sorted(maps.Keys(byKey))
+	local = nil
+	var ids []int32 // the keys with lock operations, by name
+	for k, n := range count {
+		if n > 0 {
+			ids = append(ids, int32(k))
+		}
+	}
+	slices.SortFunc(ids, func(a, b int32) int { return cmp.Compare(c.keyNames[a], c.keyNames[b]) })
+	keys := make([]string, len(ids))
+	for i, k := range ids {
+		keys[i] = c.keyNames[k]
+	}
 	type named struct {
 		name  string
-		model porcupine.Model
+		model models.Check
 	}
-	checks := []named{{LeaseLockModel, models.LeaseLock(c.res.opts.Slack)}}
+	checks := []named{{LeaseLockModel, models.LeaseLockCheck(c.res.opts.Slack)}}
 	if fenced {
-		checks = append(checks, named{FencedMutexModel, models.FencedMutex()})
+		checks = append(checks, named{FencedMutexModel, models.FencedMutexCheck()})
 	}
 	type keyResult struct {
 		ops      int
@@ -54,12 +84,13 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var ops []models.LockOp // reused: nothing keeps a key's
 			for k := range next {
-				ops := models.FromLockOps(byKey[keys[k]], c.end)
+				ops = models.LockOps(ops, byKey[ids[k]], tokensOf[ids[k]], c.end)
 				r := keyResult{ops: len(ops)}
 				for _, m := range checks {
 					start := time.Now()
-					segs := m.model.Partition(ops)
+					segs := m.model.Segments(ops)
 					r.segments = append(r.segments, len(segs))
 					r.results = append(r.results, checkSegments(m.model, segs, deadline))
 					r.elapsed = append(r.elapsed, time.Since(start))
@@ -109,12 +140,13 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 }
 
 // checkSegments checks one key whose partition into segments is already
-// known. A segment with a witness (witnessed) is linearizable, and that is
-// most segments of a working lock; porcupine searches only the others.
-func checkSegments(model porcupine.Model, segments [][]porcupine.Operation, deadline time.Time) porcupine.CheckResult {
-	var hard [][]porcupine.Operation
+// known. A segment with a witness (models.Check.Witnessed) is
+// linearizable, and that is most segments of a working lock; porcupine
+// searches only the others.
+func checkSegments(m models.Check, segments [][]models.LockOp, deadline time.Time) porcupine.CheckResult {
+	var hard [][]models.LockOp
 	for _, seg := range segments {
-		if !witnessed(model, seg) {
+		if !m.Witnessed(seg) {
 			hard = append(hard, seg)
 		}
 	}
@@ -125,58 +157,10 @@ func checkSegments(model porcupine.Model, segments [][]porcupine.Operation, dead
 	if left <= 0 {
 		return porcupine.Unknown
 	}
-	var rest []porcupine.Operation
-	for _, seg := range hard {
-		rest = append(rest, seg...)
-	}
-	model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return hard }
+	rest, parts := models.Boxed(hard)
+	model := m.Porcupine
+	model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return parts }
 	return porcupine.CheckOperationsTimeout(model, rest, left)
-}
-
-// witnessed reports whether the segment's operations, in one of a few
-// orders consistent with real time, are a legal sequence of the model: a
-// witness that it is linearizable. False says nothing; porcupine then
-// searches. The orders: by return; answers other than ok at their invoke
-// (a busy acquire saw the lock held when it arrived) and ok ones at their
-// return; by invoke. Each places an operation at an instant within its
-// [call, return], so one that returned before another was invoked comes
-// first.
-func witnessed(model porcupine.Model, seg []porcupine.Operation) bool {
-	at := []func(o porcupine.Operation) int64{
-		func(o porcupine.Operation) int64 { return o.Return },
-		func(o porcupine.Operation) int64 {
-			if out, ok := o.Output.(models.Output); ok && out.Outcome != models.OK {
-				return o.Call
-			}
-			return o.Return
-		},
-		func(o porcupine.Operation) int64 { return o.Call },
-	}
-	order := slices.Clone(seg)
-	for _, point := range at {
-		slices.SortStableFunc(order, func(a, b porcupine.Operation) int {
-			if pa, pb := point(a), point(b); pa != pb {
-				return cmp.Compare(pa, pb)
-			}
-			return cmp.Compare(a.Call, b.Call)
-		})
-		if legalSequence(model, order) {
-			return true
-		}
-	}
-	return false
-}
-
-func legalSequence(model porcupine.Model, order []porcupine.Operation) bool {
-	state := model.Init()
-	for _, o := range order {
-		ok, next := model.Step(state, o.Input, o.Output)
-		if !ok {
-			return false
-		}
-		state = next
-	}
-	return true
 }
 
 // disagreements says where porcupine's lease-lock verdict and the overlap

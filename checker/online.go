@@ -59,7 +59,7 @@ func AuditPrefix(events []history.Event, now int64, wanted []string, opts Option
 	if b.Err() != nil {
 		return Certain{}, false // Check will refuse it; nothing is certain
 	}
-	c := newChecker(b.Ops(), b.Nemesis(), b.End(), opts)
+	c := newChecker(b, opts)
 	c.horizon = now
 	c.auditLeases()
 	if !opts.Database {

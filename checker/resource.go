@@ -63,7 +63,7 @@ func (c *checker) auditExpiredWrites(accepted []*history.Op) {
 		if g == nil {
 			continue
 		}
-		l := c.leaseOf[tokenKey{w.Key, w.Token}]
+		l := c.leaseOf[w.TokenID]
 		// The counter accepts a write at its completion; a database
 		// somewhere between invoke and answer, so only a write sent
 		// after the lease ended certainly landed after it.
@@ -133,7 +133,7 @@ func (c *checker) grantOf(w *history.Op) *history.Op {
 	if w.Token == "" {
 		return nil
 	}
-	if g := c.acquires[tokenKey{w.Key, w.Token}]; g != nil && g.Type == history.OK {
+	if g := c.acquires[w.TokenID]; g != nil && g.Type == history.OK {
 		return g
 	}
 	return nil

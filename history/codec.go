@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"slices"
+	"sync"
 )
 
 // ReadFile reads a history.jsonl file.
@@ -38,39 +41,192 @@ func Decode(r io.Reader) ([]Event, error) {
 // Stream parses a JSONL history as Decode does, handing each event to each
 // as it is read instead of keeping them, so that a history of any length
 // can be read in the memory its consumer keeps. The *Event is reused for
-// the next line. An error from each stops the stream and is returned.
+// later lines once each returns. An error from each stops the stream and is returned.
 func Stream(r io.Reader, each func(e *Event) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 256*1024), 16*1024*1024)
+	// Blocks of whole lines are parsed on every core while each takes the
+	// events of earlier blocks in order: decoding is most of what reading a
+	// soak's history costs.
+	quit := make(chan struct{})
+	defer close(quit)
+	blocks := readBlocks(r, quit)
 	v := NewValidator()
-	fast := newLineParser()
-	var e Event
-	n := 0
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
+	line, n := 0, 0
+	for blk := range blocks {
+		<-blk.parsed
+		for i := range blk.events {
+			e := &blk.events[i]
+			if err := v.next(e); err != nil {
+				return fmt.Errorf("line %d: %v", line+blk.lineOf[i], err)
+			}
+			if err := each(e); err != nil {
+				return err
+			}
+			n++
+		}
+		if blk.err != nil {
+			return fmt.Errorf("line %d: %v", line+blk.errLine, blk.err)
+		}
+		line += blk.lines
+		if blk.readErr != nil {
+			return fmt.Errorf("after line %d: %v", n, blk.readErr)
+		}
+		blk.recycle()
+	}
+	return nil
+}
+
+// maxLine is the longest line a history may have.
+const maxLine = 16 << 20
+
+// blockSize is how much of a history one parser takes at a time.
+const blockSize = 256 << 10
+
+// block is a run of whole lines and, once parsed is closed, their events.
+type block struct {
+	data   []byte
+	parsed chan struct{}
+	events []Event
+	// lineOf is each event's line within the block, from 1; lines counts
+	// the block's lines, blank ones included.
+	lineOf []int
+	lines  int
+	// err is the first line that did not decode, at errLine; the events
+	// before it are kept. readErr ends the stream after this block.
+	err     error
+	errLine int
+	readErr error
+}
+
+// readBlocks cuts r into blocks of whole lines, hands each to a parser and
+// sends it, in order, on the channel it returns, which it closes at the
+// end of r. It stops early once quit is closed.
+func readBlocks(r io.Reader, quit <-chan struct{}) <-chan *block {
+	parsers := max(1, runtime.NumCPU())
+	out := make(chan *block, 2*parsers)
+	work := make(chan *block, 2*parsers)
+	for range parsers {
+		go func() {
+			p := newLineParser()
+			for blk := range work {
+				blk.parse(p)
+				if cap(blk.data) == blockSize {
+					// The events own copies of their strings.
+					b := blk.data[:0]
+					blockBuffers.Put(&b)
+				}
+				blk.data = nil
+				close(blk.parsed)
+			}
+		}()
+	}
+	go func() {
+		defer close(out)
+		defer close(work)
+		var carry []byte
+		for {
+			var buf []byte
+			if b, ok := blockBuffers.Get().(*[]byte); ok && len(carry) <= blockSize/2 {
+				buf = append((*b)[:0], carry...)
+			} else {
+				buf = make([]byte, len(carry), max(blockSize, 2*len(carry)))
+				copy(buf, carry)
+			}
+			k, err := io.ReadAtLeast(r, buf[len(buf):cap(buf)], 1)
+			buf = buf[:len(buf)+k]
+			cut := bytes.LastIndexByte(buf, '\n') + 1
+			blk := &block{parsed: make(chan struct{})}
+			switch {
+			case err != nil:
+				// The end (or a failed read): whatever is left is the
+				// last line.
+				blk.data = buf
+				if err != io.EOF && err != io.ErrUnexpectedEOF {
+					blk.readErr = err
+				}
+			case cut == 0 && len(buf) > maxLine:
+				blk.readErr = bufio.ErrTooLong
+			case cut == 0:
+				carry = slices.Clone(buf)
+				continue
+			default:
+				// The carry is copied out: buf is recycled once parsed.
+				blk.data, carry = buf[:cut], append(carry[:0:0], buf[cut:]...)
+			}
+			select {
+			case work <- blk:
+			case <-quit:
+				return
+			}
+			select {
+			case out <- blk:
+			case <-quit:
+				return
+			}
+			if err != nil || blk.readErr != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// blockBuffers recycles the blocks' bytes once parsed.
+var blockBuffers sync.Pool
+
+// parsedLines recycles blocks' events and line numbers: a soak's history
+// would otherwise make gigabytes of them for the collector.
+var parsedLines sync.Pool
+
+type lines struct {
+	events []Event
+	lineOf []int
+}
+
+func (blk *block) recycle() {
+	clear(blk.events)
+	parsedLines.Put(&lines{blk.events[:0], blk.lineOf[:0]})
+	blk.events, blk.lineOf = nil, nil
+}
+
+// parse decodes the block's lines.
+func (blk *block) parse(p *lineParser) {
+	data := blk.data
+	if l, ok := parsedLines.Get().(*lines); ok {
+		blk.events, blk.lineOf = l.events, l.lineOf
+	} else {
+		blk.events = make([]Event, 0, len(data)/128+1)
+		blk.lineOf = make([]int, 0, cap(blk.events))
+	}
+	for len(data) > 0 {
+		blk.lines++
+		raw := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			raw, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(raw) > maxLine {
+			blk.err, blk.errLine = bufio.ErrTooLong, blk.lines
+			return
+		}
+		b := bytes.TrimSpace(raw)
 		if len(b) == 0 {
 			continue
 		}
-		if !fast.parse(b, &e) {
-			e = Event{}
+		blk.events = append(blk.events, Event{})
+		e := &blk.events[len(blk.events)-1]
+		if !p.parse(b, e) {
+			*e = Event{}
 			dec := json.NewDecoder(bytes.NewReader(b))
 			dec.DisallowUnknownFields()
-			if err := dec.Decode(&e); err != nil {
-				return fmt.Errorf("line %d: %v", line, err)
+			if err := dec.Decode(e); err != nil {
+				blk.events = blk.events[:len(blk.events)-1]
+				blk.err, blk.errLine = err, blk.lines
+				return
 			}
 		}
-		if err := v.next(&e); err != nil {
-			return fmt.Errorf("line %d: %v", line, err)
-		}
-		if err := each(&e); err != nil {
-			return err
-		}
-		n++
+		blk.lineOf = append(blk.lineOf, blk.lines)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("after line %d: %v", n, err)
-	}
-	return nil
 }
 
 // Encode writes events as JSON lines.

@@ -11,15 +11,17 @@ import (
 // or null) several times faster than encoding/json, which a soak's
 // millions of lines need. It gives up, and the caller decodes the line
 // with encoding/json, on anything else (an unknown key, a float, nesting),
-// so errors and corner cases stay encoding/json's. The strings that repeat
-// on every line (type, f, key, reason, phase, target) are interned.
+// so errors and corner cases stay encoding/json's. Strings are kept in a
+// small cache of recent ones: the few values of type, f, key and reason
+// repeat on every line, a token on its operation's completion, an error
+// ("lock busy") on most failures, and a cached string costs no allocation.
 type lineParser struct {
 	b      []byte
 	i      int
-	intern map[string]string
+	recent [1024]string
 }
 
-func newLineParser() *lineParser { return &lineParser{intern: make(map[string]string)} }
+func newLineParser() *lineParser { return &lineParser{} }
 
 // parse decodes b into e (which it zeroes first); false: decode b with
 // encoding/json instead.
@@ -62,11 +64,11 @@ func (p *lineParser) field(key []byte, e *Event) bool {
 	case "time":
 		e.Time, ok = p.int()
 	case "type":
-		e.Type, ok = p.str(true)
+		e.Type, ok = p.str()
 	case "process":
 		if p.peek() == '"' {
 			start := p.i
-			if _, ok = p.str(false); ok {
+			if _, ok = p.str(); ok {
 				ok = e.Process.UnmarshalJSON(p.b[start:p.i]) == nil
 			}
 			break
@@ -80,11 +82,11 @@ func (p *lineParser) field(key []byte, e *Event) bool {
 		n, ok = p.int()
 		e.Client = int(n)
 	case "f":
-		e.F, ok = p.str(true)
+		e.F, ok = p.str()
 	case "key":
-		e.Key, ok = p.str(true)
+		e.Key, ok = p.str()
 	case "token":
-		e.Token, ok = p.str(false)
+		e.Token, ok = p.str()
 	case "fence":
 		e.Fence, ok = p.int()
 	case "ttl_ms":
@@ -101,19 +103,19 @@ func (p *lineParser) field(key []byte, e *Event) bool {
 			e.Value = &n
 		}
 	case "error":
-		e.Error, ok = p.str(false)
+		e.Error, ok = p.str()
 	case "reason":
-		e.Reason, ok = p.str(true)
+		e.Reason, ok = p.str()
 	case "final":
 		e.Final, ok = p.bool()
 	case "unseen_renewals":
 		e.UnseenRenewals, ok = p.bool()
 	case "phase":
-		e.Phase, ok = p.str(true)
+		e.Phase, ok = p.str()
 	case "target":
-		e.Target, ok = p.str(true)
+		e.Target, ok = p.str()
 	case "detail":
-		e.Detail, ok = p.str(false)
+		e.Detail, ok = p.str()
 	}
 	if ok {
 		p.space()
@@ -122,7 +124,11 @@ func (p *lineParser) field(key []byte, e *Event) bool {
 }
 
 func (p *lineParser) space() {
-	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\r' || p.b[p.i] == '\n') {
+	// One comparison for the usual case: MarshalLine writes no spaces.
+	for p.i < len(p.b) && p.b[p.i] <= ' ' {
+		if c := p.b[p.i]; c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return
+		}
 		p.i++
 	}
 }
@@ -225,25 +231,26 @@ func (p *lineParser) plainString() ([]byte, bool) {
 	return nil, false
 }
 
-// str reads a string value, interned when asked; one with escapes is
-// decoded by encoding/json.
-func (p *lineParser) str(intern bool) (string, bool) {
+// str reads a string value; one with escapes is decoded by encoding/json.
+func (p *lineParser) str() (string, bool) {
 	start := p.i
 	raw, ok := p.plainString()
 	if !ok {
 		return p.escaped(start)
 	}
-	if !intern {
+	if len(raw) > 64 {
 		return string(raw), true
 	}
-	if s, ok := p.intern[string(raw)]; ok {
-		return s, true
+	// FNV-1a picks the string's slot; a slot holds the latest string.
+	h := uint32(2166136261)
+	for _, c := range raw {
+		h = (h ^ uint32(c)) * 16777619
 	}
-	s := string(raw)
-	if len(p.intern) < 4096 {
-		p.intern[s] = s
+	slot := &p.recent[h%uint32(len(p.recent))]
+	if *slot != string(raw) {
+		*slot = string(raw)
 	}
-	return s, true
+	return *slot, true
 }
 
 // escaped decodes the quoted string at start, escapes and all.

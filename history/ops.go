@@ -37,6 +37,11 @@ type Op struct {
 	// InvT and DoneT are the invoke's and completion's times (DoneT is 0
 	// while unfinished).
 	InvT, DoneT int64
+	// KeyID and TokenID number the operation's key and its (key, token)
+	// pair densely, in order of first appearance (OpsBuilder.Keys,
+	// OpsBuilder.Tokens), so that a checker can index by them instead of
+	// hashing the strings again at every stage.
+	KeyID, TokenID int32
 }
 
 // Finished reports whether the operation completed.
@@ -138,17 +143,49 @@ func BuildOps(events []Event) *OpsBuilder {
 // it keeps is the operations, the nemesis events and the last time.
 type OpsBuilder struct {
 	ops     []Op
-	p       pairing
-	first   error
-	nemesis []Event
-	end     int64
+	keys    map[string]int32
+	keyName []string
+	// tokens numbers each key's tokens (by KeyID); ntokens is how many.
+	tokens  []map[string]int32
+	ntokens int32
+	// lastKey is the key numbered last: most operations share it with
+	// their neighbours, and comparing it is cheaper than hashing.
+	lastKey   string
+	lastKeyID int32
+	p         pairing
+	first     error
+	nemesis   []Event
+	end       int64
 	// n is how many events came: the next one's position.
 	n int
 }
 
 // NewOpsBuilder starts pairing; capacity is a guess at the operations.
 func NewOpsBuilder(capacity int) *OpsBuilder {
-	return &OpsBuilder{ops: make([]Op, 0, capacity), p: newPairing()}
+	return &OpsBuilder{ops: make([]Op, 0, capacity), p: newPairing(), keys: make(map[string]int32), lastKeyID: -1}
+}
+
+// number gives o its KeyID and TokenID.
+func (b *OpsBuilder) number(o *Op) {
+	k := b.lastKeyID
+	if k < 0 || o.Key != b.lastKey {
+		var seen bool
+		k, seen = b.keys[o.Key]
+		if !seen {
+			k = int32(len(b.keyName))
+			b.keys[o.Key] = k
+			b.keyName = append(b.keyName, o.Key)
+			b.tokens = append(b.tokens, make(map[string]int32, 64))
+		}
+		b.lastKey, b.lastKeyID = o.Key, k
+	}
+	t, seen := b.tokens[k][o.Token]
+	if !seen {
+		t = b.ntokens
+		b.ntokens++
+		b.tokens[k][o.Token] = t
+	}
+	o.KeyID, o.TokenID = k, t
 }
 
 // Add takes the history's next event. Operations name their events by
@@ -176,13 +213,20 @@ func (b *OpsBuilder) Add(e *Event) {
 		b.ops = append(b.ops, Op{F: e.F, Process: e.Process, Client: e.Client, Key: e.Key, Token: e.Token,
 			Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs, Final: e.Final, UnseenRenewals: e.UnseenRenewals,
 			Type: Info, Read: e.Value, Inv: pos, Done: -1, InvT: e.Time})
+		b.number(&b.ops[len(b.ops)-1])
 	case OK, Fail, Info:
 		j, err := b.p.complete(e)
 		if err != nil {
 			fail(err)
 			return
 		}
-		b.ops[j].complete(pos, e)
+		o := &b.ops[j]
+		key, token := o.Key, o.Token
+		o.complete(pos, e)
+		if o.Key != key || o.Token != token {
+			// The completion named what the invoke did not.
+			b.number(o)
+		}
 	default:
 		fail(fmt.Errorf("type %q is not one of invoke, ok, fail, info", e.Type))
 	}
@@ -196,6 +240,16 @@ func (b *OpsBuilder) Err() error { return b.first }
 
 // Nemesis are the nemesis events so far, in order.
 func (b *OpsBuilder) Nemesis() []Event { return b.nemesis }
+
+// Done drops what numbering needs, once every event has come: Ops, Keys,
+// Nemesis and End stay.
+func (b *OpsBuilder) Done() { b.keys, b.tokens = nil, nil }
+
+// Keys names the keys by KeyID.
+func (b *OpsBuilder) Keys() []string { return b.keyName }
+
+// Tokens is how many (key, token) pairs there are: every TokenID is below.
+func (b *OpsBuilder) Tokens() int { return int(b.ntokens) }
 
 // End is the latest event time so far.
 func (b *OpsBuilder) End() int64 { return b.end }

@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/anishathalye/porcupine"
@@ -131,14 +132,19 @@ func Operations(events []history.Event) ([]porcupine.Operation, error) {
 	return fromOps(all, end, func(pos int) int { return events[pos].Index }), nil
 }
 
-func fromOps(all []history.Op, end int64, index func(pos int) int) []porcupine.Operation {
-	lockOps := make([]*history.Op, 0, len(all))
-	for i := range all {
-		if all[i].Lease() {
-			lockOps = append(lockOps, &all[i])
-		}
-	}
-	return fromLockOps(lockOps, end, index)
+// LockOp is a lock operation in the models' own form: porcupine's
+// Operation with its input and output unboxed, and its token numbered
+// among its key's. The checker segments and witnesses these directly
+// (Check), and boxes for porcupine only the segments it must search.
+type LockOp struct {
+	ClientId     int
+	Input        Input
+	Output       Output
+	Call, Return int64
+	// token numbers the operation's key and token among the operations
+	// built together (0, 1, ... in order of appearance); -1 for a
+	// segment's stand-ins.
+	token int32
 }
 
 // FromLockOps is Operations for lock operations already paired (see
@@ -146,32 +152,82 @@ func fromOps(all []history.Op, end int64, index func(pos int) int) []porcupine.O
 // history that validates, so that an operation's positions are its events'
 // indexes; end is the time of the history's last event.
 func FromLockOps(lockOps []*history.Op, end int64) []porcupine.Operation {
-	return fromLockOps(lockOps, end, func(pos int) int { return pos })
+	return Box(LockOps(nil, lockOps, nil, end))
 }
 
-func fromLockOps(lockOps []*history.Op, end int64, index func(pos int) int) []porcupine.Operation {
+// LockOps is FromLockOps in the models' own form, written over dst's
+// array when it is large enough. tokens, if not nil, numbers each
+// operation's key and token densely from 0 among lockOps (the caller has
+// them at hand; otherwise they are numbered here).
+func LockOps(dst []LockOp, lockOps []*history.Op, tokens []int32, end int64) []LockOp {
+	return fromLockOps(dst, lockOps, tokens, end, func(pos int) int { return pos })
+}
+
+// Box turns operations into porcupine's form.
+func Box(ops []LockOp) []porcupine.Operation {
+	out := make([]porcupine.Operation, len(ops))
+	for i, o := range ops {
+		out[i] = porcupine.Operation{ClientId: o.ClientId, Input: o.Input, Call: o.Call, Output: o.Output, Return: o.Return}
+	}
+	return out
+}
+
+// unbox is Box undone, for operations of one key; tokens are numbered anew.
+func unbox(ops []porcupine.Operation) []LockOp {
+	ids := make(map[string]int32)
+	out := make([]LockOp, len(ops))
+	for i, o := range ops {
+		in := o.Input.(Input)
+		id, seen := ids[in.Token]
+		if !seen {
+			id = int32(len(ids))
+			ids[in.Token] = id
+		}
+		out[i] = LockOp{ClientId: o.ClientId, Input: in, Output: o.Output.(Output), Call: o.Call, Return: o.Return, token: id}
+	}
+	return out
+}
+
+func fromOps(all []history.Op, end int64, index func(pos int) int) []porcupine.Operation {
+	lockOps := make([]*history.Op, 0, len(all))
+	for i := range all {
+		if all[i].Lease() {
+			lockOps = append(lockOps, &all[i])
+		}
+	}
+	return Box(fromLockOps(nil, lockOps, nil, end, index))
+}
+
+// fromLockOps builds the operations, in the order given.
+func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64, index func(pos int) int) []LockOp {
 	end++ // after the last event: unknown outcomes land no later than "never"
-	// Each key and token once: how many operations use it, and its
-	// acquire's ttl, for extends that name none. ids is each operation's,
-	// so that the second pass hashes nothing.
-	type keyToken struct{ key, token string }
+	// Each token once (by history.Op.TokenID, unique to a key and token):
+	// how many operations use it, and its acquire's ttl, for extends that
+	// name none. ids is each operation's number for it among this key's.
 	type tokenInfo struct {
 		uses   int
 		ttl    int64
 		hasTTL bool
 	}
-	tokenIDs := make(map[keyToken]int32, len(lockOps)/2)
-	infos := make([]tokenInfo, 0, len(lockOps)/2)
-	ids := make([]int32, len(lockOps))
-	for i, o := range lockOps {
-		kt := keyToken{o.Key, o.Token}
-		id, seen := tokenIDs[kt]
-		if !seen {
-			id = int32(len(infos))
-			tokenIDs[kt] = id
-			infos = append(infos, tokenInfo{})
+	if ids == nil {
+		local := make(map[int32]int32, len(lockOps)/2)
+		ids = make([]int32, len(lockOps))
+		for i, o := range lockOps {
+			id, seen := local[o.TokenID]
+			if !seen {
+				id = int32(len(local))
+				local[o.TokenID] = id
+			}
+			ids[i] = id
 		}
-		ids[i] = id
+	}
+	var n int32
+	for _, id := range ids {
+		n = max(n, id+1)
+	}
+	infos := make([]tokenInfo, n)
+	for i, o := range lockOps {
+		id := ids[i]
 		infos[id].uses++
 		if o.F == history.Acquire {
 			infos[id].ttl, infos[id].hasTTL = history.LeaseNs(o.TTLMs), true
@@ -179,7 +235,7 @@ func fromLockOps(lockOps []*history.Op, end int64, index func(pos int) int) []po
 	}
 
 	lanes := make(map[history.Process]int)
-	ops := make([]porcupine.Operation, len(lockOps))
+	ops := slices.Grow(dst[:0], len(lockOps))[:len(lockOps)]
 	for i, o := range lockOps {
 		kind, _ := lockKind(o.F)
 		info := infos[ids[i]]
@@ -213,7 +269,7 @@ func fromLockOps(lockOps []*history.Op, end int64, index func(pos int) int) []po
 			}
 		}
 		in.Anonymous = kind == Acquire && info.uses == 1
-		ops[i] = porcupine.Operation{ClientId: lane, Input: in, Call: o.InvT, Output: out, Return: ret}
+		ops[i] = LockOp{ClientId: lane, Input: in, Call: o.InvT, Output: out, Return: ret, token: ids[i]}
 	}
 	return ops
 }

@@ -1,8 +1,9 @@
 package models
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -60,6 +61,7 @@ type segmenter struct {
 	p      Partitioning
 }
 
+// partition is the porcupine model's Partition: by key, then segments.
 func (sg segmenter) partition(history []porcupine.Operation) [][]porcupine.Operation {
 	parts := [][]porcupine.Operation{history}
 	if !oneKey(history) {
@@ -69,9 +71,11 @@ func (sg segmenter) partition(history []porcupine.Operation) [][]porcupine.Opera
 	for _, o := range history {
 		lane = max(lane, o.ClientId+1)
 	}
-	out := make([][]porcupine.Operation, 0, len(parts))
+	var out [][]porcupine.Operation
 	for _, ops := range parts {
-		out = append(out, sg.segments(ops, lane)...)
+		for _, seg := range sg.segments(unbox(ops), lane) { // unbox copies
+			out = append(out, Box(seg))
+		}
 	}
 	return out
 }
@@ -85,18 +89,26 @@ func oneKey(ops []porcupine.Operation) bool {
 	return true
 }
 
-// segments pins and cuts one key's operations, without modifying them.
-// lane is the ClientId of stand-ins.
-func (sg segmenter) segments(ops []porcupine.Operation, lane int) [][]porcupine.Operation {
-	ops = append([]porcupine.Operation(nil), ops...)
-	if !sort.SliceIsSorted(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call }) {
-		sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+// segments pins and cuts one key's operations, sorting and pinning them in
+// place (which every model does alike, so another model may segment them
+// again); the segments may share ops' array. lane is the ClientId of
+// stand-ins.
+func (sg segmenter) segments(ops []LockOp, lane int) [][]LockOp {
+	if !slices.IsSortedFunc(ops, byCall) {
+		slices.SortStableFunc(ops, byCall)
 	}
-	tokens := tokenUses{index: make(map[string]int32, len(ops)/2), uses: new([]tokenUse), ids: make([]int32, len(ops))}
+	var ntokens int32
+	for i := range ops {
+		ntokens = max(ntokens, ops[i].token+1)
+	}
+	tokens := make(tokenUses, ntokens)
+	for i := range tokens {
+		tokens[i].acquire = -1
+	}
 	reused := false
 	for i := range ops {
-		in, out := ops[i].Input.(Input), ops[i].Output.(Output)
-		u := tokens.of(i, in.Token)
+		in, out := &ops[i].Input, &ops[i].Output
+		u := &tokens[ops[i].token]
 		if in.Kind == Acquire {
 			reused = reused || u.acquire >= 0
 			u.acquire, u.outcome = i, out.Outcome
@@ -112,27 +124,30 @@ func (sg segmenter) segments(ops []porcupine.Operation, lane int) [][]porcupine.
 		minSeg = DefaultMinSegment
 	}
 	if sg.p.Whole || reused || len(ops) <= minSeg {
-		return [][]porcupine.Operation{ops}
+		return [][]LockOp{ops}
 	}
 	cuts := sg.cuts(ops, tokens, minSeg)
 	if len(cuts) == 0 {
-		return [][]porcupine.Operation{ops}
+		return [][]LockOp{ops}
 	}
 	return sg.build(ops, tokens, cuts, lane)
 }
 
+func byCall(a, b LockOp) int { return cmp.Compare(a.Call, b.Call) }
+
 // pin makes an operation of unknown outcome return at its invoke when the
 // model's state stands for its landing later (see Partitioning).
-func pin(ops []porcupine.Operation, tokens tokenUses) {
-	for i, o := range ops {
-		if o.Output.(Output).Outcome != Info {
+func pin(ops []LockOp, tokens tokenUses) {
+	for i := range ops {
+		o := &ops[i]
+		if o.Output.Outcome != Info {
 			continue
 		}
-		in := o.Input.(Input)
-		u := tokens.at(i)
+		in := &o.Input
+		u := tokens.at(o)
 		acquired := u.acquire >= 0 && u.outcome != Info
 		if in.Kind == Acquire && in.Anonymous || (in.Kind == Release || in.Kind == Extend) && acquired {
-			ops[i].Return = o.Call
+			o.Return = o.Call
 		}
 	}
 }
@@ -144,34 +159,14 @@ type tokenUse struct {
 	unknownExtend bool
 }
 
-// tokenUses holds one key's tokenUse by token.
-type tokenUses struct {
-	index map[string]int32
-	uses  *[]tokenUse
-	// ids is each operation's token, by its position in the key's
-	// operations sorted by invoke: later passes look up by position, not
-	// by hashing the token again.
-	ids []int32
-}
+// tokenUses holds one key's tokenUse by LockOp.token.
+type tokenUses []tokenUse
 
-// at is the tokenUse of the operation at position i.
-func (t tokenUses) at(i int) *tokenUse { return &(*t.uses)[t.ids[i]] }
-
-// of is the tokenUse of token, used by the operation at position pos.
-func (t tokenUses) of(pos int, token string) *tokenUse {
-	i, seen := t.index[token]
-	if !seen {
-		i = int32(len(*t.uses))
-		t.index[token] = i
-		*t.uses = append(*t.uses, tokenUse{acquire: -1})
-	}
-	t.ids[pos] = i
-	return &(*t.uses)[i]
-}
+// at is the tokenUse of o's token.
+func (t tokenUses) at(o *LockOp) *tokenUse { return &t[o.token] }
 
 // grant is a lease granted or extended, not yet known to be over.
 type grant struct {
-	token string
 	ret   int64 // when the grant returned
 	until int64 // the lease is certainly over by then; Forever if never
 }
@@ -179,7 +174,7 @@ type grant struct {
 // cuts finds where a key's operations, sorted by invoke, may be cut: before
 // position i when nothing of known outcome spans ops[i].Call and the lock
 // is certainly free then.
-func (sg segmenter) cuts(ops []porcupine.Operation, tokens tokenUses, minSeg int) []int {
+func (sg segmenter) cuts(ops []LockOp, tokens tokenUses, minSeg int) []int {
 	var cuts []int
 	var open []grant
 	lastRet := int64(math.MinInt64)
@@ -191,7 +186,7 @@ func (sg segmenter) cuts(ops []porcupine.Operation, tokens tokenUses, minSeg int
 			start = i
 			open = open[:0]
 		}
-		in, out := ops[i].Input.(Input), ops[i].Output.(Output)
+		in, out := &ops[i].Input, &ops[i].Output
 		if out.Outcome == Info {
 			continue
 		}
@@ -202,10 +197,10 @@ func (sg segmenter) cuts(ops []porcupine.Operation, tokens tokenUses, minSeg int
 		switch in.Kind {
 		case Acquire, Extend:
 			until := Forever
-			if !sg.fenced && in.TTL != Forever && !tokens.at(i).unknownExtend {
+			if !sg.fenced && in.TTL != Forever && !tokens.at(&ops[i]).unknownExtend {
 				until = in.Return + in.TTL + sg.slack
 			}
-			open = append(open, grant{token: in.Token, ret: in.Return, until: until})
+			open = append(open, grant{ret: in.Return, until: until})
 		case Release:
 			// The lock is free after this release; every grant that
 			// returned before it was invoked was over by then.
@@ -232,68 +227,74 @@ func allOver(open []grant, t int64) bool {
 
 // build assembles the segments, each beginning with the operations of
 // unknown outcome from before its cut that may still matter.
-func (sg segmenter) build(ops []porcupine.Operation, tokens tokenUses, cuts []int, lane int) [][]porcupine.Operation {
+func (sg segmenter) build(ops []LockOp, tokens tokenUses, cuts []int, lane int) [][]LockOp {
 	bounds := append(append([]int{0}, cuts...), len(ops))
-	segs := make([][]porcupine.Operation, 0, len(bounds)-1)
+	segs := make([][]LockOp, 0, len(bounds)-1)
 	segs = append(segs, ops[:bounds[1]])
 
-	var copied []porcupine.Operation // carried into every later segment
-	var lost *Input                  // an anonymous acquire of unknown outcome
+	var copied []LockOp // carried into every later segment
+	var lost *Input     // an anonymous acquire of unknown outcome
 	var fence int64
 	for k := 1; k < len(bounds)-1; k++ {
 		cut, end := bounds[k], bounds[k+1]
 		for j := bounds[k-1]; j < cut; j++ {
-			o := ops[j]
-			in, out := o.Input.(Input), o.Output.(Output)
+			o := &ops[j]
+			in, out := &o.Input, &o.Output
 			if in.Kind == Acquire && out.Outcome == OK {
 				fence = max(fence, out.Fence)
 			}
 			if out.Outcome != Info {
 				continue
 			}
-			u := tokens.at(j)
+			u := tokens.at(o)
 			switch in.Kind {
 			case Acquire:
 				switch {
 				case !in.Anonymous:
-					copied = append(copied, o)
+					copied = append(copied, *o)
 				case lost == nil:
 					lost = new(Input)
-					*lost = in
+					*lost = *in
 				}
 			case Extend, Release:
 				if u.acquire < 0 || u.acquire >= cut || u.outcome == Info {
-					copied = append(copied, o)
+					copied = append(copied, *o)
 				}
 			}
 		}
 
+		if len(copied) == 0 && lost == nil && !sg.fenced {
+			segs = append(segs, ops[cut:end])
+			continue
+		}
 		t := ops[cut].Call
 		first := t
 		for _, o := range copied {
 			first = min(first, o.Call)
 		}
-		seg := make([]porcupine.Operation, 0, len(copied)+(end-cut)+2)
+		seg := make([]LockOp, 0, len(copied)+(end-cut)+2)
 		if sg.fenced {
-			key := ops[cut].Input.(Input).Key
-			seg = append(seg, porcupine.Operation{
+			key := ops[cut].Input.Key
+			seg = append(seg, LockOp{
 				ClientId: lane,
 				Input:    Input{Kind: seed, Key: key, Invoke: first - 1, Return: first - 1, Index: -1, Process: -1, Client: -1},
 				Call:     first - 1,
 				Output:   Output{Outcome: OK, Fence: fence, Index: -1},
 				Return:   first - 1,
+				token:    -1,
 			})
 		}
 		seg = append(seg, copied...)
 		if lost != nil && !sg.fenced {
 			in := *lost
 			in.Token, in.Index, in.Process, in.Client = GhostToken, -1, -1, -1
-			seg = append(seg, porcupine.Operation{
+			seg = append(seg, LockOp{
 				ClientId: lane,
 				Input:    in,
 				Call:     t,
 				Output:   Output{Outcome: Info, Index: -1},
 				Return:   t,
+				token:    -1,
 			})
 		}
 		seg = append(seg, ops[cut:end]...)
