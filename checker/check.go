@@ -70,6 +70,7 @@ func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {
 	c.auditLiveness()
 	// What the audits built is not needed again: a soak's is large.
 	c.acquires, c.uses, c.leases, c.leaseOf = nil, tokenUses{}, nil, nil
+	c.res.Stats = opStats(c.ops)
 	<-lin
 	return c.result()
 }
@@ -218,7 +219,6 @@ func (c *checker) note(format string, args ...any) {
 
 func (c *checker) result() Result {
 	r := c.res
-	r.Stats = opStats(c.ops)
 	if r.Liveness == "" {
 		r.Liveness = LivenessNotChecked
 	}

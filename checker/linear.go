@@ -143,8 +143,8 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 // known. A segment with a witness (models.Check.Witnessed) is
 // linearizable, and that is most segments of a working lock; porcupine
 // searches only the others.
-func checkSegments(m models.Check, segments [][]models.LockOp, deadline time.Time) porcupine.CheckResult {
-	var hard [][]models.LockOp
+func checkSegments(m models.Check, segments []models.Segment, deadline time.Time) porcupine.CheckResult {
+	var hard []models.Segment
 	for _, seg := range segments {
 		if !m.Witnessed(seg) {
 			hard = append(hard, seg)

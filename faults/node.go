@@ -100,14 +100,45 @@ var killNode = Fault{
 	},
 }
 
+// inFlight bounds how long an operation sent before a fault may take to
+// land: a loopback round trip is well under a millisecond.
+const inFlight = 50 * time.Millisecond
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // awaitHolder waits (at most 3 TTLs) for the next grant and returns its
-// client. Where clients need a majority of independent nodes, it first
-// lets one TTL pass, so that keys granted before a concurrent partition
-// have expired on the nodes the holder can no longer reach, and the grant
-// it waits for is the first one the partition shapes.
+// client. Where clients need a majority of independent nodes, the grant it
+// waits for must be one a concurrent partition shapes: a lease granted
+// before the partition is on every node, and its release reaches only the
+// releaser's side, so until it expires it blocks the other side. So it
+// first lets operations in flight at the partition land, then waits until
+// the lease held then, if any, has certainly expired (one TTL after its
+// grant), and no longer: with the lock free at the cut, nothing is left
+// to expire.
 func awaitHolder(ctx context.Context, env *Env) (int, error) {
-	if env.Cluster.Can(cluster.Majorities) == nil && !sleep(ctx, env.TTL) {
-		return 0, ctx.Err()
+	if env.Cluster.Can(cluster.Majorities) == nil {
+		start := time.Now()
+		expired := start
+		holder := func() {
+			hctx, cancel := context.WithTimeout(ctx, 0)
+			defer cancel()
+			if _, held, err := env.Clients.AwaitHolder(hctx); err == nil {
+				expired = maxTime(expired, time.Now().Add(env.TTL-held+inFlight))
+			}
+		}
+		holder() // held at the cut: released, if at all, on one side only
+		if !sleep(ctx, inFlight) {
+			return 0, ctx.Err()
+		}
+		holder() // granted by an acquire in flight at the cut
+		if !sleep(ctx, time.Until(expired)) {
+			return 0, ctx.Err()
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
 	defer cancel()

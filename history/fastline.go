@@ -117,9 +117,6 @@ func (p *lineParser) field(key []byte, e *Event) bool {
 	case "detail":
 		e.Detail, ok = p.str()
 	}
-	if ok {
-		p.space()
-	}
 	return ok
 }
 
@@ -145,7 +142,6 @@ func (p *lineParser) peek() byte {
 func (p *lineParser) byte(c byte) bool {
 	if p.peek() == c {
 		p.i++
-		p.space()
 		return true
 	}
 	return false
@@ -220,7 +216,6 @@ func (p *lineParser) plainString() ([]byte, bool) {
 				return nil, false
 			}
 			p.i = j + 1
-			p.space()
 			return p.b[start:j], true
 		case c == '\\' || c < 0x20:
 			return nil, false

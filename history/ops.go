@@ -77,43 +77,73 @@ func IsLockOp(f string) bool { return f == Acquire || f == Extend || f == Releas
 func (o *Op) AboutTheLock() bool { return o.Reason != ReasonRejected }
 
 // pairing is the one place invokes are matched with their completions: it
-// follows which operation each process has outstanding.
+// follows which operation each process has outstanding, in a slice for
+// the small process numbers every history uses, a map beyond.
 type pairing struct {
-	open map[Process]pending
+	dense  []pending
+	sparse map[Process]pending
 }
 
 // pending is a process's outstanding invoke.
 type pending struct {
+	busy  bool
 	op    int // the caller's number for the operation
 	f     string
 	index int // the invoke's history index
 }
 
-func newPairing() pairing { return pairing{open: make(map[Process]pending)} }
+const denseProcesses = 1 << 16
+
+func newPairing() pairing { return pairing{sparse: make(map[Process]pending)} }
+
+func (p *pairing) get(proc Process) pending {
+	if proc >= 0 && proc < denseProcesses {
+		if int(proc) < len(p.dense) {
+			return p.dense[proc]
+		}
+		return pending{}
+	}
+	return p.sparse[proc]
+}
+
+func (p *pairing) set(proc Process, q pending) {
+	if proc >= 0 && proc < denseProcesses {
+		if int(proc) >= len(p.dense) {
+			p.dense = append(p.dense, make([]pending, int(proc)+1-len(p.dense))...)
+		}
+		p.dense[proc] = q
+		return
+	}
+	if q.busy {
+		p.sparse[proc] = q
+	} else {
+		delete(p.sparse, proc)
+	}
+}
 
 // invoke opens operation op for e's process, or says why it cannot: the
 // process has another outstanding.
 func (p *pairing) invoke(e *Event, op int) error {
-	if q, busy := p.open[e.Process]; busy {
+	if q := p.get(e.Process); q.busy {
 		return fmt.Errorf("process %s invokes %s while its %s invoked at event %d is still outstanding",
 			e.Process, e.F, q.f, q.index)
 	}
-	p.open[e.Process] = pending{op: op, f: e.F, index: e.Index}
+	p.set(e.Process, pending{busy: true, op: op, f: e.F, index: e.Index})
 	return nil
 }
 
 // complete closes e's process's outstanding operation and returns it, or
 // says why e completes nothing.
 func (p *pairing) complete(e *Event) (int, error) {
-	q, busy := p.open[e.Process]
-	if !busy {
+	q := p.get(e.Process)
+	if !q.busy {
 		return -1, fmt.Errorf("%s completion of %s by process %s has no outstanding invoke", e.Type, e.F, e.Process)
 	}
 	if e.F != q.f {
 		return -1, fmt.Errorf("%s completion of %s by process %s does not match its outstanding %s invoked at event %d",
 			e.Type, e.F, e.Process, q.f, q.index)
 	}
-	delete(p.open, e.Process)
+	p.set(e.Process, pending{})
 	return q.op, nil
 }
 
@@ -145,9 +175,8 @@ type OpsBuilder struct {
 	ops     []Op
 	keys    map[string]int32
 	keyName []string
-	// tokens numbers each key's tokens (by KeyID); ntokens is how many.
-	tokens  []map[string]int32
-	ntokens int32
+	// tokens numbers the (key, token) pairs.
+	tokens tokenTable
 	// lastKey is the key numbered last: most operations share it with
 	// their neighbours, and comparing it is cheaper than hashing.
 	lastKey   string
@@ -162,7 +191,8 @@ type OpsBuilder struct {
 
 // NewOpsBuilder starts pairing; capacity is a guess at the operations.
 func NewOpsBuilder(capacity int) *OpsBuilder {
-	return &OpsBuilder{ops: make([]Op, 0, capacity), p: newPairing(), keys: make(map[string]int32), lastKeyID: -1}
+	return &OpsBuilder{ops: make([]Op, 0, capacity), p: newPairing(), keys: make(map[string]int32), lastKeyID: -1,
+		tokens: newTokenTable(capacity)}
 }
 
 // number gives o its KeyID and TokenID.
@@ -175,16 +205,10 @@ func (b *OpsBuilder) number(o *Op) {
 			k = int32(len(b.keyName))
 			b.keys[o.Key] = k
 			b.keyName = append(b.keyName, o.Key)
-			b.tokens = append(b.tokens, make(map[string]int32, 64))
 		}
 		b.lastKey, b.lastKeyID = o.Key, k
 	}
-	t, seen := b.tokens[k][o.Token]
-	if !seen {
-		t = b.ntokens
-		b.ntokens++
-		b.tokens[k][o.Token] = t
-	}
+	t := b.tokens.number(k, o.Token)
 	o.KeyID, o.TokenID = k, t
 }
 
@@ -208,7 +232,7 @@ func (b *OpsBuilder) Add(e *Event) {
 		if err := b.p.invoke(e, len(b.ops)); err != nil {
 			fail(err)
 			// The older one stays unfinished.
-			b.p.open[e.Process] = pending{op: len(b.ops), f: e.F, index: e.Index}
+			b.p.set(e.Process, pending{busy: true, op: len(b.ops), f: e.F, index: e.Index})
 		}
 		b.ops = append(b.ops, Op{F: e.F, Process: e.Process, Client: e.Client, Key: e.Key, Token: e.Token,
 			Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs, Final: e.Final, UnseenRenewals: e.UnseenRenewals,
@@ -243,13 +267,13 @@ func (b *OpsBuilder) Nemesis() []Event { return b.nemesis }
 
 // Done drops what numbering needs, once every event has come: Ops, Keys,
 // Nemesis and End stay.
-func (b *OpsBuilder) Done() { b.keys, b.tokens = nil, nil }
+func (b *OpsBuilder) Done() { b.keys, b.tokens.slots = nil, nil }
 
 // Keys names the keys by KeyID.
 func (b *OpsBuilder) Keys() []string { return b.keyName }
 
 // Tokens is how many (key, token) pairs there are: every TokenID is below.
-func (b *OpsBuilder) Tokens() int { return int(b.ntokens) }
+func (b *OpsBuilder) Tokens() int { return int(b.tokens.n) }
 
 // End is the latest event time so far.
 func (b *OpsBuilder) End() int64 { return b.end }

@@ -74,7 +74,7 @@ func (sg segmenter) partition(history []porcupine.Operation) [][]porcupine.Opera
 	var out [][]porcupine.Operation
 	for _, ops := range parts {
 		for _, seg := range sg.segments(unbox(ops), lane) { // unbox copies
-			out = append(out, Box(seg))
+			out = append(out, seg.box())
 		}
 	}
 	return out
@@ -89,11 +89,35 @@ func oneKey(ops []porcupine.Operation) bool {
 	return true
 }
 
+// Segment is a part of one key's operations that porcupine can check on
+// its own: Lead, what it begins with (stand-ins and copies of operations
+// of unknown outcome from before its cut), then Ops, a run of the key's
+// operations, in place. Kept apart, a segment costs no copy of its
+// operations.
+type Segment struct {
+	Lead, Ops []LockOp
+}
+
+// Len is how many operations the segment holds.
+func (s Segment) Len() int { return len(s.Lead) + len(s.Ops) }
+
+// at is the segment's i-th operation.
+func (s Segment) at(i int) *LockOp {
+	if i < len(s.Lead) {
+		return &s.Lead[i]
+	}
+	return &s.Ops[i-len(s.Lead)]
+}
+
+func (s Segment) box() []porcupine.Operation {
+	return append(Box(s.Lead), Box(s.Ops)...)
+}
+
 // segments pins and cuts one key's operations, sorting and pinning them in
 // place (which every model does alike, so another model may segment them
 // again); the segments may share ops' array. lane is the ClientId of
 // stand-ins.
-func (sg segmenter) segments(ops []LockOp, lane int) [][]LockOp {
+func (sg segmenter) segments(ops []LockOp, lane int) []Segment {
 	if !slices.IsSortedFunc(ops, byCall) {
 		slices.SortStableFunc(ops, byCall)
 	}
@@ -124,11 +148,11 @@ func (sg segmenter) segments(ops []LockOp, lane int) [][]LockOp {
 		minSeg = DefaultMinSegment
 	}
 	if sg.p.Whole || reused || len(ops) <= minSeg {
-		return [][]LockOp{ops}
+		return []Segment{{Ops: ops}}
 	}
 	cuts := sg.cuts(ops, tokens, minSeg)
 	if len(cuts) == 0 {
-		return [][]LockOp{ops}
+		return []Segment{{Ops: ops}}
 	}
 	return sg.build(ops, tokens, cuts, lane)
 }
@@ -227,10 +251,10 @@ func allOver(open []grant, t int64) bool {
 
 // build assembles the segments, each beginning with the operations of
 // unknown outcome from before its cut that may still matter.
-func (sg segmenter) build(ops []LockOp, tokens tokenUses, cuts []int, lane int) [][]LockOp {
+func (sg segmenter) build(ops []LockOp, tokens tokenUses, cuts []int, lane int) []Segment {
 	bounds := append(append([]int{0}, cuts...), len(ops))
-	segs := make([][]LockOp, 0, len(bounds)-1)
-	segs = append(segs, ops[:bounds[1]])
+	segs := make([]Segment, 0, len(bounds)-1)
+	segs = append(segs, Segment{Ops: ops[:bounds[1]]})
 
 	var copied []LockOp // carried into every later segment
 	var lost *Input     // an anonymous acquire of unknown outcome
@@ -263,16 +287,12 @@ func (sg segmenter) build(ops []LockOp, tokens tokenUses, cuts []int, lane int) 
 			}
 		}
 
-		if len(copied) == 0 && lost == nil && !sg.fenced {
-			segs = append(segs, ops[cut:end])
-			continue
-		}
 		t := ops[cut].Call
 		first := t
 		for _, o := range copied {
 			first = min(first, o.Call)
 		}
-		seg := make([]LockOp, 0, len(copied)+(end-cut)+2)
+		seg := make([]LockOp, 0, len(copied)+2)
 		if sg.fenced {
 			key := ops[cut].Input.Key
 			seg = append(seg, LockOp{
@@ -297,8 +317,7 @@ func (sg segmenter) build(ops []LockOp, tokens tokenUses, cuts []int, lane int) 
 				token:    -1,
 			})
 		}
-		seg = append(seg, ops[cut:end]...)
-		segs = append(segs, seg)
+		segs = append(segs, Segment{Lead: seg, Ops: ops[cut:end]})
 	}
 	return segs
 }

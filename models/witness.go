@@ -15,7 +15,7 @@ import (
 type Check struct {
 	Porcupine porcupine.Model
 	sg        segmenter
-	legal     func(seq []LockOp, order []int32) bool
+	legal     func(seg Segment, order []int32) bool
 }
 
 // LeaseLockCheck is LeaseLock as a Check.
@@ -24,8 +24,8 @@ func LeaseLockCheck(slack time.Duration) Check {
 	return Check{
 		Porcupine: LeaseLock(slack),
 		sg:        segmenter{slack: m.slack},
-		legal: func(seq []LockOp, order []int32) bool {
-			return legal(Lease{}, m.step, seq, order)
+		legal: func(seg Segment, order []int32) bool {
+			return legal(Lease{}, m.step, seg, order)
 		},
 	}
 }
@@ -35,8 +35,8 @@ func FencedMutexCheck() Check {
 	return Check{
 		Porcupine: FencedMutex(),
 		sg:        segmenter{fenced: true},
-		legal: func(seq []LockOp, order []int32) bool {
-			return legal(Fenced{}, fencedStep, seq, order)
+		legal: func(seg Segment, order []int32) bool {
+			return legal(Fenced{}, fencedStep, seg, order)
 		},
 	}
 }
@@ -44,7 +44,7 @@ func FencedMutexCheck() Check {
 // Segments pins and cuts one key's operations as the porcupine model's
 // Partition does (see Partitioning). It sorts and pins ops in place, as
 // every model does alike; the segments may share ops' array.
-func (c Check) Segments(ops []LockOp) [][]LockOp {
+func (c Check) Segments(ops []LockOp) []Segment {
 	lane := 0
 	for i := range ops {
 		lane = max(lane, ops[i].ClientId+1)
@@ -60,7 +60,7 @@ func (c Check) Segments(ops []LockOp) [][]LockOp {
 // return; by invoke. Each places an operation at an instant within its
 // [call, return], so one that returned before another was invoked comes
 // first.
-func (c Check) Witnessed(seg []LockOp) bool {
+func (c Check) Witnessed(seg Segment) bool {
 	at := []func(o *LockOp) int64{
 		func(o *LockOp) int64 { return o.Return },
 		func(o *LockOp) int64 {
@@ -71,13 +71,13 @@ func (c Check) Witnessed(seg []LockOp) bool {
 		},
 		func(o *LockOp) int64 { return o.Call },
 	}
-	order := make([]int32, len(seg))
+	order := make([]int32, seg.Len())
 	for _, point := range at {
 		for i := range order {
 			order[i] = int32(i)
 		}
 		slices.SortStableFunc(order, func(a, b int32) int {
-			oa, ob := &seg[a], &seg[b]
+			oa, ob := seg.at(int(a)), seg.at(int(b))
 			if pa, pb := point(oa), point(ob); pa != pb {
 				return cmp.Compare(pa, pb)
 			}
@@ -97,10 +97,10 @@ const maxWitnessStates = 64
 // legal reports whether seq, taken in order, is a legal sequence of the
 // model that starts in init and steps by step, following every state the
 // model may be in, as porcupine's power-set form of it would.
-func legal[S comparable](init S, step func(S, Input, Output) ([2]S, int), seq []LockOp, order []int32) bool {
+func legal[S comparable](init S, step func(S, Input, Output) ([2]S, int), seg Segment, order []int32) bool {
 	states, next := []S{init}, []S(nil)
 	for _, i := range order {
-		o := &seq[i]
+		o := seg.at(int(i))
 		next = next[:0]
 		for _, st := range states {
 			out, n := step(st, o.Input, o.Output)
@@ -120,9 +120,9 @@ func legal[S comparable](init S, step func(S, Input, Output) ([2]S, int), seq []
 
 // Boxed turns segments into porcupine's form, for porcupine to check with
 // a Partition that returns them.
-func Boxed(segs [][]LockOp) (all []porcupine.Operation, parts [][]porcupine.Operation) {
+func Boxed(segs []Segment) (all []porcupine.Operation, parts [][]porcupine.Operation) {
 	for _, seg := range segs {
-		b := Box(seg)
+		b := seg.box()
 		parts = append(parts, b)
 		all = append(all, b...)
 	}
