@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
@@ -87,6 +88,7 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	if st, err := hist.Stat(); err == nil {
 		size = st.Size()
 	}
+	limitMemory(size)
 	res, err := reports.ConcludeStream(bufio.NewReaderSize(hist, 1<<20), meta, checker.Options{Slack: slack, Timeout: *timeout, Tables: tables,
 		Database: spec.Resource == resource.Postgres, SizeHint: size})
 	if err != nil {
@@ -106,6 +108,19 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		return 0
 	}
 	return res.Valid.ExitCode()
+}
+
+// limitMemory sets Go's soft memory limit for checking a history of size
+// bytes, unless GOMEMLIMIT sets one. What check holds is mostly the
+// history's operations, about 0.9 times the file's size, and the collector
+// would let the heap grow to twice what is live before collecting; 1.6
+// times the size (at least 448 MiB) keeps a soak's check near what it
+// needs, at the cost of collecting more often near the limit.
+func limitMemory(size int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(max(448<<20, size/10*16))
 }
 
 // locateHistory accepts a run directory or the history file itself.

@@ -234,16 +234,12 @@ func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64, in
 		}
 	}
 
-	lanes := make(map[history.Process]int)
+	var ln lanes
 	ops := slices.Grow(dst[:0], len(lockOps))[:len(lockOps)]
 	for i, o := range lockOps {
 		kind, _ := lockKind(o.F)
 		info := infos[ids[i]]
-		lane, seen := lanes[o.Process]
-		if !seen {
-			lane = len(lanes)
-			lanes[o.Process] = lane
-		}
+		lane := ln.of(o.Process)
 		in := Input{Kind: kind, Key: o.Key, Token: o.Token, Invoke: o.InvT, Return: Forever,
 			Client: o.Client, Process: o.Process, Index: index(o.Inv)}
 		switch {
@@ -272,6 +268,38 @@ func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64, in
 		ops[i] = LockOp{ClientId: lane, Input: in, Call: o.InvT, Output: out, Return: ret, token: ids[i]}
 	}
 	return ops
+}
+
+// lanes numbers processes densely in order of appearance: porcupine draws
+// one lane per ClientId. Processes are small numbers in every history the
+// harness writes, so a slice serves them; a map any others.
+type lanes struct {
+	dense  []int32 // lane+1 by process; 0 for none yet
+	sparse map[history.Process]int
+	n      int
+}
+
+func (l *lanes) of(p history.Process) int {
+	if p >= 0 && p < 1<<16 {
+		if int(p) >= len(l.dense) {
+			l.dense = append(l.dense, make([]int32, int(p)+1-len(l.dense))...)
+		}
+		if l.dense[p] == 0 {
+			l.n++
+			l.dense[p] = int32(l.n)
+		}
+		return int(l.dense[p]) - 1
+	}
+	if l.sparse == nil {
+		l.sparse = make(map[history.Process]int)
+	}
+	lane, seen := l.sparse[p]
+	if !seen {
+		lane = l.n
+		l.n++
+		l.sparse[p] = lane
+	}
+	return lane
 }
 
 // lockKind maps a history operation to a lock operation; resource writes
