@@ -113,6 +113,20 @@ func (g Group) String() string {
 // at a time. No groups is a run without faults.
 type Nemesis []Group
 
+// MovesRoles reports whether a fault of the list may promote a replica (it
+// needs a failover): a topology it ran on may not start the next run as
+// planned.
+func (n Nemesis) MovesRoles() bool {
+	for _, g := range n {
+		for _, in := range g {
+			if slices.Contains(in.Needs, cluster.Failover) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // String is the list as written on the command line: "none", or groups
 // joined by commas.
 func (n Nemesis) String() string {

@@ -68,7 +68,8 @@ var partitionPrimary = Fault{
 	Name:    "partition-primary",
 	Summary: "cut the lock's primary off from its replicas, its monitors (sentinels; a cluster's bus) and some clients for 5-7 s",
 	Needs:   withFailoverOf,
-	Options: []options.Spec{failoverFor},
+	Options: []options.Spec{failoverFor, {Name: optAt, Kind: options.Choice, Choices: []string{atRelease, atGrant},
+		Summary: "release: shortly before the holder releases (default); grant: as soon as a client holds the lock"}},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		p, err := primary(ctx, env)
 		if err != nil {
@@ -79,12 +80,19 @@ var partitionPrimary = Fault{
 			return err
 		}
 		hold := failoverHold(opts, rng)
-		// Cut shortly before the current holder lets go: its release and
-		// the next grant then happen on a primary whose replication is held
-		// back, well before the topology promotes a replica that still
-		// carries the old holder's key until it expires. The holder keeps
-		// its path to the primary so that its release lands there.
-		holder, when := awaitBeforeRelease(ctx, env)
+		// Cut shortly before the current holder lets go (or, at=grant,
+		// while it holds): its release and the next grant then happen on
+		// a primary whose replication is held back, before the topology
+		// promotes a replica that still carries the old holder's key until
+		// it expires. The holder keeps its path to the primary so that its
+		// release lands there.
+		var holder int
+		var when string
+		if opts.Get(optAt, atRelease) == atGrant {
+			holder, when = awaitHeld(ctx, env)
+		} else {
+			holder, when = awaitBeforeRelease(ctx, env)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -106,6 +114,25 @@ var partitionPrimary = Fault{
 		settle(ctx, env)
 		return nil
 	},
+}
+
+// The at option of partition-primary: when the cut comes.
+const (
+	optAt     = "at"
+	atRelease = "release"
+	atGrant   = "grant"
+)
+
+// awaitHeld waits (at most 3 TTLs) until a client holds the lock and
+// returns it (-1 if none was seen) and says what it saw.
+func awaitHeld(ctx context.Context, env *Env) (int, string) {
+	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
+	defer cancel()
+	slot, held, err := env.Clients.AwaitHolder(wctx)
+	if err != nil {
+		return -1, "(no grant seen)"
+	}
+	return slot, fmt.Sprintf("%v after client %d acquired the lock", held.Round(time.Millisecond), slot)
 }
 
 // awaitBeforeRelease waits (at most 3 TTLs) for a grant, then until shortly

@@ -84,6 +84,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	if *reuse {
 		pool = scenario.NewTopologies()
 		defer pool.Close()
+		pool.Expect(plan, *seeds, lanes, *store)
 	}
 	scenario.Lanes(ctx, *seeds, *parallel, nil, func(i int) {
 		p := plan

@@ -3,11 +3,14 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/resource"
 )
 
 // Topologies keeps the topologies runs have finished with, so that the
@@ -20,11 +23,34 @@ import (
 // topology of its own.
 type Topologies struct {
 	mu   sync.Mutex
+	cond *sync.Cond
 	idle []*keptTopology
+	// spares are the starts planned to be used up (Plan), each with the
+	// fresh topologies started ahead for its next runs.
+	spares []*spareShape
 	// closing are the topologies a reset refused, stopping in the
 	// background so that the run waiting for a fresh one need not wait
-	// for them too; Close waits for them.
+	// for them too, and the spares starting; Close waits for them.
 	closing sync.WaitGroup
+	// ctx bounds the spares' starts; Close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	closed bool
+}
+
+// spareShape is one planned start whose runs leave their topology unfit for
+// the next (a failover moves the primary for good), so that each run would
+// otherwise start a fresh one itself.
+type spareShape struct {
+	planned *cluster.Cluster
+	// runs is how many runs of it have yet to take a topology, taken how
+	// many have; depth how many spares to keep ahead at most (as many as
+	// run at once).
+	runs, taken, depth int
+	// dir holds the spares' nodes, one directory each.
+	dir      string
+	ready    []*keptTopology
+	starting int
 }
 
 // keptTopology is a started topology between runs, with the network its
@@ -38,7 +64,111 @@ type keptTopology struct {
 }
 
 // NewTopologies makes an empty keep.
-func NewTopologies() *Topologies { return &Topologies{} }
+func NewTopologies() *Topologies {
+	t := &Topologies{}
+	t.cond = sync.NewCond(&t.mu)
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	return t
+}
+
+// Expect says that runs runs of p are coming, at most depth at once. When
+// each would leave its topology unfit for the next (its nemesis moves
+// roles: faults.Nemesis.MovesRoles), the keep starts fresh topologies for
+// the later ones ahead, in the background, each under a directory of its
+// own in store/.spares, so that a run finds one ready instead of starting
+// it: a second or more of every such run. Spares no run took are stopped
+// and their directories removed at Close. Runs with a database never
+// reuse, and are not counted.
+func (t *Topologies) Expect(p Plan, runs, depth int, store string) {
+	if t == nil || runs <= 0 || !p.Nemesis.MovesRoles() || p.Spec.Resource == resource.Postgres {
+		return
+	}
+	t.expect(p.Cluster, runs, depth, filepath.Join(store, ".spares"))
+}
+
+// expect plans spares of planned's start, under dir.
+func (t *Topologies) expect(planned *cluster.Cluster, runs, depth int, dir string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if sh := t.shapeOf(planned); sh != nil {
+		sh.runs += runs
+		sh.depth = max(sh.depth, depth)
+		return
+	}
+	t.spares = append(t.spares, &spareShape{planned: planned, runs: runs, depth: max(1, depth), dir: dir})
+}
+
+// shapeOf is planned's spareShape, nil if it has none; t.mu is held.
+func (t *Topologies) shapeOf(planned *cluster.Cluster) *spareShape {
+	for _, sh := range t.spares {
+		if sh.planned.SameStart(planned) {
+			return sh
+		}
+	}
+	return nil
+}
+
+// spare returns a spare of planned's start, waiting for one being started,
+// and starts more for the runs still to come; nil when none is planned.
+func (t *Topologies) spare(planned *cluster.Cluster) *keptTopology {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sh := t.shapeOf(planned)
+	if sh == nil {
+		return nil
+	}
+	sh.runs--
+	first := sh.taken < sh.depth // among the runs that start at once
+	sh.taken++
+	// A later run that finds none ready waits for one under way rather
+	// than starting another: that one has had a head start. The first
+	// runs start their own, and the spares for the runs after them.
+	for len(sh.ready) == 0 && sh.starting > 0 && !first {
+		t.cond.Wait()
+	}
+	var k *keptTopology
+	if len(sh.ready) > 0 {
+		k, sh.ready = sh.ready[0], sh.ready[1:]
+	}
+	// The first runs still to come start their own.
+	for want := min(sh.depth, sh.runs-max(0, sh.depth-sh.taken)); len(sh.ready)+sh.starting < want && !t.closed; {
+		t.startSpare(sh)
+	}
+	return k
+}
+
+// startSpare starts one spare of sh's start in the background; t.mu is
+// held.
+func (t *Topologies) startSpare(sh *spareShape) {
+	sh.starting++
+	t.closing.Add(1)
+	go func() {
+		defer t.closing.Done()
+		k, err := t.startFresh(sh)
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		sh.starting--
+		if err == nil && !t.closed {
+			sh.ready = append(sh.ready, k)
+		} else if k != nil {
+			k.close()
+			os.RemoveAll(k.dir)
+		}
+		t.cond.Broadcast()
+	}()
+}
+
+func (t *Topologies) startFresh(sh *spareShape) (*keptTopology, error) {
+	if err := os.MkdirAll(sh.dir, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(sh.dir, "topology-")
+	if err != nil {
+		return nil, err
+	}
+	k := &keptTopology{cl: sh.planned.Fresh(), net: faults.NewNetwork(), dir: dir}
+	return k, k.cl.Start(t.ctx, filepath.Join(dir, "nodes"), k.net.Proxy)
+}
 
 // take returns a reset topology that starts as planned does, and what
 // the reset did; nil when none is kept or none could be reset.
@@ -46,6 +176,26 @@ func (t *Topologies) take(ctx context.Context, planned *cluster.Cluster, logf fu
 	if t == nil {
 		return nil, ""
 	}
+	k, how := t.reset(ctx, planned, logf)
+	if s := t.spare(planned); s != nil {
+		if k != nil {
+			// A reset one was at hand after all: the spare waits for
+			// the next run.
+			t.mu.Lock()
+			sh := t.shapeOf(planned)
+			sh.ready = append([]*keptTopology{s}, sh.ready...)
+			t.mu.Unlock()
+			return k, how
+		}
+		s.runs = 1
+		return s, fmt.Sprintf("fresh: a spare %s topology started ahead of this run, its nodes under %s", s.cl.Topology, s.dir)
+	}
+	return k, how
+}
+
+// reset returns a kept topology of planned's start, reset, and what the
+// reset did; nil when none is kept or none could be reset.
+func (t *Topologies) reset(ctx context.Context, planned *cluster.Cluster, logf func(string, ...any)) (*keptTopology, string) {
 	for {
 		t.mu.Lock()
 		var k *keptTopology
@@ -88,11 +238,18 @@ func (t *Topologies) Close() {
 		return
 	}
 	t.mu.Lock()
+	t.closed = true
+	t.cancel()
 	idle := t.idle
 	t.idle = nil
+	var unused []*keptTopology
+	for _, sh := range t.spares {
+		unused = append(unused, sh.ready...)
+		sh.ready = nil
+	}
 	t.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, k := range idle {
+	for _, k := range append(idle, unused...) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -101,6 +258,15 @@ func (t *Topologies) Close() {
 	}
 	wg.Wait()
 	t.closing.Wait()
+	// No run refers to a spare none took.
+	for _, k := range unused {
+		os.RemoveAll(k.dir)
+	}
+	t.mu.Lock()
+	for _, sh := range t.spares {
+		os.Remove(sh.dir) // if empty
+	}
+	t.mu.Unlock()
 }
 
 func (k *keptTopology) close() {

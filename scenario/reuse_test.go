@@ -3,6 +3,8 @@ package scenario
 import (
 	"context"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,4 +67,44 @@ func kinds(r reports.Results) map[string]bool {
 		}
 	}
 	return out
+}
+
+// TestSparesAreStartedAheadAndCleanedUp: with three runs planned one at a
+// time, the first starts its own topology while a spare starts for the
+// second, which gets it ready; a spare no run took is stopped at Close and
+// its directory removed, while the one a run took stays.
+func TestSparesAreStartedAheadAndCleanedUp(t *testing.T) {
+	needRedis(t)
+	e, err := Lookup("clean-cad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := e.Spec.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), ".spares")
+	pool := NewTopologies()
+	defer pool.Close()
+	pool.expect(plan.Cluster, 3, 1, dir)
+	logf := func(format string, args ...any) { t.Logf(format, args...) }
+	if k, how := pool.take(context.Background(), plan.Cluster, logf); k != nil {
+		t.Fatalf("the first run got a topology (%s); it starts its own", how)
+	}
+	k, how := pool.take(context.Background(), plan.Cluster, logf)
+	if k == nil || !strings.Contains(how, "a spare single topology started ahead") {
+		t.Fatalf("the second run got %v (%q), want the spare", k, how)
+	}
+	defer k.close()
+	if n := k.cl.Nodes[0]; !n.Running() {
+		t.Fatalf("the spare's node %s is not running", n.Name())
+	}
+	pool.Close()
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || filepath.Join(dir, left[0].Name()) != k.dir {
+		t.Errorf("after Close, %s holds %v; want only the taken spare's %s", dir, left, k.dir)
+	}
 }

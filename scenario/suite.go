@@ -370,6 +370,11 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 	if opt.Reuse {
 		pool = NewTopologies()
 		defer pool.Close()
+		for _, p := range plan {
+			if p.plan != nil {
+				pool.Expect(*p.plan, 1, opt.Parallel, opt.Store)
+			}
+		}
 	}
 	var (
 		mu       sync.Mutex
