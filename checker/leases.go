@@ -111,6 +111,14 @@ func (c *checker) auditLeases() {
 
 	var foreign []foreignUse
 	var keys []string
+	// The leases live in one slab: a soak has hundreds of thousands.
+	grants := 0
+	for i := range c.ops {
+		if o := &c.ops[i]; o.F == history.Acquire && o.Type == history.OK {
+			grants++
+		}
+	}
+	slab := make([]lease, 0, grants)
 	for i := range c.ops {
 		o := &c.ops[i]
 		if o.F != history.Acquire || o.Type != history.OK {
@@ -122,8 +130,8 @@ func (c *checker) auditLeases() {
 		}
 		// A token granted twice is a harness bug; audit its uses once.
 		audit := o.Token != "" && c.acquires[o.TokenID] == o
-		l, f := c.walkLease(o, uses, audit)
-		foreign = append(foreign, f...)
+		slab = append(slab, c.walkLease(o, uses, audit, &foreign))
+		l := &slab[len(slab)-1]
 		if _, seen := c.leases[o.Key]; !seen {
 			keys = append(keys, o.Key)
 		}
@@ -145,15 +153,14 @@ func (c *checker) auditLeases() {
 }
 
 // walkLease computes a grant's windows from its extends and releases, in
-// invoke order. An extend counts only if the lease may still have been live
-// when it was invoked; a later one cannot have extended this lease, so it
-// is foreign if it succeeded.
-func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool) (*lease, []foreignUse) {
+// invoke order, and adds the foreign ones to foreign. An extend counts only
+// if the lease may still have been live when it was invoked; a later one
+// cannot have extended this lease, so it is foreign if it succeeded.
+func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, foreign *[]foreignUse) lease {
 	ttl := history.LeaseNs(acq.TTLMs)
-	l := &lease{acq: acq, start: acq.DoneT, certEnd: history.Plus(acq.InvT, ttl)}
+	l := lease{acq: acq, start: acq.DoneT, certEnd: history.Plus(acq.InvT, ttl)}
 	hi := history.Plus(acq.DoneT, ttl) // may be live until here, before slack
 	var hiBy *history.Op
-	var foreign []foreignUse
 	// An extend sets the lease's remaining length (PEXPIRE), shorter or
 	// longer: the last one to land decides. lastOK is the latest extend
 	// known to have landed; minUnknown is the shortest length asked for by
@@ -163,7 +170,7 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool) (*l
 	for _, u := range uses {
 		late := u.InvT > history.Plus(hi, c.slack)
 		if late && audit && u.Type == history.OK {
-			foreign = append(foreign, foreignUse{use: u, acq: acq, hi: history.Plus(hi, c.slack), hiBy: hiBy})
+			*foreign = append(*foreign, foreignUse{use: u, acq: acq, hi: history.Plus(hi, c.slack), hiBy: hiBy})
 		}
 		switch u.F {
 		case history.Release:
@@ -217,7 +224,7 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool) (*l
 		l.certEnd -= c.slack
 	}
 	l.hi = history.Plus(hi, c.slack)
-	return l, foreign
+	return l
 }
 
 // ungrantedUses finds extends and releases that succeeded on a token whose

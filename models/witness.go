@@ -76,12 +76,17 @@ func (c Check) Witnessed(seg Segment) bool {
 		for i := range order {
 			order[i] = int32(i)
 		}
-		slices.SortStableFunc(order, func(a, b int32) int {
+		// Ties go by invoke, then by position: the order a stable sort
+		// gives, at the cost of an unstable one.
+		slices.SortFunc(order, func(a, b int32) int {
 			oa, ob := seg.at(int(a)), seg.at(int(b))
 			if pa, pb := point(oa), point(ob); pa != pb {
 				return cmp.Compare(pa, pb)
 			}
-			return cmp.Compare(oa.Call, ob.Call)
+			if oa.Call != ob.Call {
+				return cmp.Compare(oa.Call, ob.Call)
+			}
+			return cmp.Compare(a, b)
 		})
 		if c.legal(seg, order) {
 			return true
