@@ -45,10 +45,7 @@ func CheckStream(r io.Reader, opts Options) (Result, []history.Event, error) {
 	deadline := time.Now().Add(opts.timeout())
 	// A line is about 140 bytes, an operation two lines.
 	b := history.NewOpsBuilder(int(opts.SizeHint/280) + 1024)
-	if err := history.Stream(r, func(e *history.Event) error {
-		b.Add(e)
-		return nil
-	}); err != nil {
+	if err := history.StreamOps(r, b); err != nil {
 		return Result{}, nil, err
 	}
 	b.Done()

@@ -43,23 +43,38 @@ func Decode(r io.Reader) ([]Event, error) {
 // can be read in the memory its consumer keeps. The *Event is reused for
 // later lines once each returns. An error from each stops the stream and is returned.
 func Stream(r io.Reader, each func(e *Event) error) error {
+	v := NewValidator()
+	return stream(r, v.next, each)
+}
+
+// StreamOps reads a history into b as Stream would hand it each event,
+// checking it as a Validator does with b's own pairing of invokes and
+// completions instead of a second one: what a soak's check needs.
+func StreamOps(r io.Reader, b *OpsBuilder) error {
+	return stream(r, b.addChecked, nil)
+}
+
+// stream parses r, checks each event with check (its error names the
+// line) and hands it to each, if any (its error is returned as it is).
+func stream(r io.Reader, check func(e *Event) error, each func(e *Event) error) error {
 	// Blocks of whole lines are parsed on every core while each takes the
 	// events of earlier blocks in order: decoding is most of what reading a
 	// soak's history costs.
 	quit := make(chan struct{})
 	defer close(quit)
 	blocks := readBlocks(r, quit)
-	v := NewValidator()
 	line, n := 0, 0
 	for blk := range blocks {
 		<-blk.parsed
 		for i := range blk.events {
 			e := &blk.events[i]
-			if err := v.next(e); err != nil {
+			if err := check(e); err != nil {
 				return fmt.Errorf("line %d: %v", line+blk.lineOf[i], err)
 			}
-			if err := each(e); err != nil {
-				return err
+			if each != nil {
+				if err := each(e); err != nil {
+					return err
+				}
 			}
 			n++
 		}

@@ -183,10 +183,25 @@ type OpsBuilder struct {
 	lastKeyID int32
 	p         pairing
 	first     error
-	nemesis   []Event
-	end       int64
+	// pairErr is first as a Validator says it; order checks the events'
+	// order for addChecked.
+	pairErr error
+	order   *Validator
+	// recent is each client's (by Client, below 1<<16) last pair
+	// numbered: its extends and releases are nearly always of it, and a
+	// comparison costs less than the table.
+	recent  []recentPair
+	nemesis []Event
+	end     int64
 	// n is how many events came: the next one's position.
 	n int
+}
+
+// recentPair is a client's last (key, token) pair and its number plus one
+// (0: none yet).
+type recentPair struct {
+	token   string
+	key, id int32
 }
 
 // NewOpsBuilder starts pairing; capacity is a guess at the operations.
@@ -208,7 +223,21 @@ func (b *OpsBuilder) number(o *Op) {
 		}
 		b.lastKey, b.lastKeyID = o.Key, k
 	}
-	t := b.tokens.number(k, o.Token)
+	var t int32
+	if c := o.Client; c >= 0 && c < 1<<16 {
+		if c >= len(b.recent) {
+			b.recent = append(b.recent, make([]recentPair, c+1-len(b.recent))...)
+		}
+		r := &b.recent[c]
+		if r.id > 0 && r.key == k && r.token == o.Token {
+			t = r.id - 1
+		} else {
+			t = b.tokens.number(k, o.Token)
+			*r = recentPair{token: o.Token, key: k, id: t + 1}
+		}
+	} else {
+		t = b.tokens.number(k, o.Token)
+	}
 	o.KeyID, o.TokenID = k, t
 }
 
@@ -220,7 +249,7 @@ func (b *OpsBuilder) Add(e *Event) {
 	b.end = max(b.end, e.Time)
 	fail := func(err error) {
 		if b.first == nil {
-			b.first = fmt.Errorf("event %d: %w", e.Index, err)
+			b.first, b.pairErr = fmt.Errorf("event %d: %w", e.Index, err), err
 		}
 	}
 	if e.IsNemesis() {
@@ -254,6 +283,24 @@ func (b *OpsBuilder) Add(e *Event) {
 	default:
 		fail(fmt.Errorf("type %q is not one of invoke, ok, fail, info", e.Type))
 	}
+}
+
+// addChecked takes the next event as a Validator would check it, pairing
+// it once, for both: the first event a Validator refuses is the error, as
+// the Validator says it.
+func (b *OpsBuilder) addChecked(e *Event) error {
+	if b.order == nil {
+		b.order = new(Validator)
+	}
+	if err := b.order.order(e); err != nil {
+		return err
+	}
+	before := b.first
+	b.Add(e)
+	if b.first != before {
+		return b.pairErr
+	}
+	return nil
 }
 
 // Ops are the client operations so far, in invoke order.

@@ -36,6 +36,23 @@ func (v *Validator) Next(e Event) error { return v.next(&e) }
 
 func (v *Validator) next(e *Event) error {
 	pos := v.n
+	if err := v.order(e); err != nil {
+		return err
+	}
+	if e.IsNemesis() {
+		return nil
+	}
+	if e.Type == Invoke {
+		return v.pairing.invoke(e, pos)
+	}
+	_, err := v.pairing.complete(e)
+	return err
+}
+
+// order checks e on its own and against the event before it: all but
+// the pairing.
+func (v *Validator) order(e *Event) error {
+	pos := v.n
 	v.n++
 	if err := e.validate(); err != nil {
 		return err
@@ -47,14 +64,7 @@ func (v *Validator) next(e *Event) error {
 		return fmt.Errorf("time %d goes backwards: the event before was at %d", e.Time, v.last)
 	}
 	v.last = e.Time
-	if e.IsNemesis() {
-		return nil
-	}
-	if e.Type == Invoke {
-		return v.pairing.invoke(e, pos)
-	}
-	_, err := v.pairing.complete(e)
-	return err
+	return nil
 }
 
 // Validate checks a whole history; an error names the event's index.
