@@ -88,7 +88,10 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	if st, err := hist.Stat(); err == nil {
 		size = st.Size()
 	}
-	limitMemory(size)
+	if !render {
+		// The plots read the whole history again, and hold it.
+		limitMemory(size)
+	}
 	res, err := reports.ConcludeStream(bufio.NewReaderSize(hist, 1<<20), meta, checker.Options{Slack: slack, Timeout: *timeout, Tables: tables,
 		Database: spec.Resource == resource.Postgres, SizeHint: size})
 	if err != nil {

@@ -248,6 +248,26 @@ func (tp timelinePlotter) leases(c *draw.Canvas, g geometry) []fenceLabel {
 	h := g.half * 0.55
 	var fences []fenceLabel
 	labelEnd := map[int]vg.Length{}
+	// A soak's lane holds tens of thousands of leases narrower than a
+	// pixel: each lane's bars that touch are drawn as one, and only a
+	// lease with more to show (a pale part, an anomaly's outline) is
+	// drawn on its own, after the bars before it.
+	type bar struct {
+		x0, x1, y vg.Length
+		fill      color.Color
+	}
+	bars := map[int]*bar{}
+	flush := func(client int) {
+		if b := bars[client]; b != nil {
+			fillRect(c, b.fill, b.x0, b.y-h, b.x1, b.y+h)
+			delete(bars, client)
+		}
+	}
+	defer func() {
+		for client := range bars {
+			flush(client)
+		}
+	}()
 	for _, l := range tp.t.Leases {
 		r, ok := tp.rows.lane[l.Client]
 		if !ok {
@@ -259,8 +279,17 @@ func (tp timelinePlotter) leases(c *draw.Canvas, g geometry) []fenceLabel {
 		if final[l.Client] {
 			fill = finalFill
 		}
-		fillRect(c, fill, x0, yc-h, x1, yc+h)
-		if l.ValidUntil > l.Start && l.ValidUntil < l.End && !final[l.Client] {
+		if b := bars[l.Client]; b != nil && b.fill == fill && x0 <= b.x1+0.5 {
+			b.x1 = max(b.x1, x1)
+		} else {
+			flush(l.Client)
+			bars[l.Client] = &bar{x0: x0, x1: x1, y: yc, fill: fill}
+		}
+		pale := l.ValidUntil > l.Start && l.ValidUntil < l.End && !final[l.Client]
+		if pale || len(l.Anomalies) > 0 {
+			flush(l.Client)
+		}
+		if pale {
 			// Past its own validity the client only believes it holds
 			// the lock: draw that part pale.
 			xv := g.trX(l.ValidUntil.Seconds())
@@ -273,6 +302,9 @@ func (tp timelinePlotter) leases(c *draw.Canvas, g geometry) []fenceLabel {
 		if l.Fence == 0 {
 			continue
 		}
+		if x1-x0 < minFenceLabel {
+			continue // no label fits; measuring it costs more than the bar
+		}
 		for _, s := range []string{fmt.Sprintf("fence %d", l.Fence), fmt.Sprint(l.Fence)} {
 			w := small.Width(s) + 4
 			if x1-x0 >= w && x0+2 >= labelEnd[l.Client] {
@@ -284,6 +316,9 @@ func (tp timelinePlotter) leases(c *draw.Canvas, g geometry) []fenceLabel {
 	}
 	return fences
 }
+
+// minFenceLabel is narrower than any fence label ("1" and its margins).
+const minFenceLabel = 6
 
 // redSpans draws each anomaly as a solid bar labelled #n in its kind's row
 // and as a translucent box over the lanes involved.
@@ -457,6 +492,14 @@ type latencyPlotter struct{ l Latency }
 
 func (lp latencyPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
+	// A soak has millions of points: of those in one shape and colour
+	// within a glyph's radius of each other, which overlap by more than
+	// half, the first stands for the rest.
+	type spot struct {
+		x, y      int32
+		oc, shape string
+	}
+	drawn := map[spot]bool{}
 	// Rarer outcomes last, so a few infos are not buried under fails.
 	for _, oc := range []string{history.Fail, history.OK, history.Info} {
 		for _, pt := range lp.l.Points {
@@ -467,11 +510,23 @@ func (lp latencyPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 			if shape == nil {
 				shape = draw.RingGlyph{}
 			}
-			c.DrawGlyph(draw.GlyphStyle{Color: outcomeColor[oc], Radius: 3, Shape: shape},
-				vg.Point{X: trX(pt.At.Seconds()), Y: trY(latencyMs(pt.Latency))})
+			at := vg.Point{X: trX(pt.At.Seconds()), Y: trY(latencyMs(pt.Latency))}
+			k := spot{int32(at.X / glyphGrain), int32(at.Y / glyphGrain), oc, pt.Kind}
+			if drawn[k] {
+				continue
+			}
+			drawn[k] = true
+			c.DrawGlyph(draw.GlyphStyle{Color: outcomeColor[oc], Radius: glyphRadius, Shape: shape}, at)
 		}
 	}
 }
+
+// glyphRadius is a latency point's size; glyphGrain the cell within which
+// one point in a shape and colour stands for the others.
+const (
+	glyphRadius = 3
+	glyphGrain  = vg.Length(glyphRadius)
+)
 
 // durationTicks labels a log axis in milliseconds with readable units.
 type durationTicks struct{}

@@ -433,8 +433,13 @@ func (a *analysis) buildLeases() {
 				}
 			}
 		}
-		for _, n := range byClient[o.Client] {
-			if no := a.ops[n]; no.InvokedAt() > o.DoneAt() && no.Token != o.Token {
+		// The client's acquires are in invoke order: start at the first
+		// invoked after this grant, not at its first (a soak's client has
+		// tens of thousands).
+		next := byClient[o.Client]
+		from := sort.Search(len(next), func(j int) bool { return a.ops[next[j]].InvokedAt() > o.DoneAt() })
+		for _, n := range next[from:] {
+			if no := a.ops[n]; no.Token != o.Token {
 				end(no.InvokedAt(), EndNextCycle)
 				break
 			}
