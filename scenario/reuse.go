@@ -108,8 +108,8 @@ func (t *Topologies) shapeOf(planned *cluster.Cluster) *spareShape {
 	return nil
 }
 
-// spare returns a spare of planned's start, waiting for one being started,
-// and starts more for the runs still to come; nil when none is planned.
+// spare returns a spare of planned's start, waiting for one being
+// started; nil when none is planned or none is under way.
 func (t *Topologies) spare(planned *cluster.Cluster) *keptTopology {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -130,11 +130,25 @@ func (t *Topologies) spare(planned *cluster.Cluster) *keptTopology {
 	if len(sh.ready) > 0 {
 		k, sh.ready = sh.ready[0], sh.ready[1:]
 	}
-	// The first runs still to come start their own.
+	return k
+}
+
+// replenish starts spares of planned's start for the runs still to come,
+// but for the first ones, which start their own. A run calls it once its
+// own topology is up, so that the spares do not slow that start.
+func (t *Topologies) replenish(planned *cluster.Cluster) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sh := t.shapeOf(planned)
+	if sh == nil {
+		return
+	}
 	for want := min(sh.depth, sh.runs-max(0, sh.depth-sh.taken)); len(sh.ready)+sh.starting < want && !t.closed; {
 		t.startSpare(sh)
 	}
-	return k
 }
 
 // startSpare starts one spare of sh's start in the background; t.mu is

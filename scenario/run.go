@@ -188,6 +188,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 			return r, err
 		}
 	}
+	reuse.replenish(plan.Cluster)
 	// Slot Clients is the closing liveness check's own client. Every client
 	// reaches every node and sentinel through links of its own.
 	access := make([]cluster.ClientAccess, spec.Clients+1)
