@@ -36,7 +36,7 @@ func Check(events []history.Event, opts Options) (Result, error) {
 	return check(history.BuildOps(events), opts, deadline), nil
 }
 
-// CheckStream checks a history as it is read (history.Stream), as Check
+// CheckStream checks a history as it is read (history.StreamOps), as Check
 // would the decoded events, keeping only its operations and nemesis
 // events: what a soak of millions of operations needs. It returns the
 // decoding error, naming the line, of a malformed history, and the nemesis

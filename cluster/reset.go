@@ -75,7 +75,7 @@ func (c *Cluster) Reset(ctx context.Context, within time.Duration) (string, erro
 			// failback: its shard's owner already took the slots back)
 			// may still have answered ROLE as one; it gets the flush
 			// from its primary, and the wait below sees it empty.
-			if strings.HasPrefix(err.Error(), "READONLY") {
+			if strings.HasPrefix(err.Error(), "READONLY") && c.plannedReplica(n.Name()) {
 				if role, rerr := c.query(ctx, n.Addr(), "ROLE"); rerr == nil {
 					if r, _ := role.([]any); len(r) > 0 && r[0] == "slave" {
 						continue
@@ -109,6 +109,20 @@ func (c *Cluster) Reset(ctx context.Context, within time.Duration) (string, erro
 	}
 	did = append(did, fmt.Sprintf("%d primaries flushed, every node empty", flushed))
 	return strings.Join(did, ", "), nil
+}
+
+// plannedReplica reports whether the node started as a replica: on a
+// cluster every node after the shards' primaries, on Sentinel every node
+// after n1.
+func (c *Cluster) plannedReplica(name string) bool {
+	i := slices.Index(c.planned.nodes, name)
+	switch c.Topology {
+	case RedisCluster:
+		return i >= c.planned.shards
+	case Sentinel:
+		return i >= 1
+	}
+	return false
 }
 
 // allPrimaries: a topology of independent nodes is as started when every

@@ -111,15 +111,19 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
-// awaitHolder waits (at most 3 TTLs) for the next grant and returns its
-// client. Where clients need a majority of independent nodes, the grant it
+// awaitHolder waits for the next grant and returns its client. Where clients need a majority of independent nodes, the grant it
 // waits for must be one a concurrent partition shapes: a lease granted
 // before the partition is on every node, and its release reaches only the
 // releaser's side, so until it expires it blocks the other side. So it
 // first lets operations in flight at the partition land, then waits until
 // the lease held then, if any, has certainly expired (one TTL after its
 // grant), and no longer: with the lock free at the cut, nothing is left
-// to expire.
+// to expire. It counts from the grant (Mutex.AwaitHolder): the workload's
+// one extend, right after the write, moves the lease's end by the write's
+// few milliseconds, which the inFlight margin covers; a later renewal, and
+// keys a failed acquire left where its cleanup could not reach, are not
+// followed. In all it waits up to a TTL and 100 ms, then up to 3 TTLs for
+// the grant.
 func awaitHolder(ctx context.Context, env *Env) (int, error) {
 	if env.Cluster.Can(cluster.Majorities) == nil {
 		start := time.Now()

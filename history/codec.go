@@ -61,8 +61,11 @@ func stream(r io.Reader, check func(e *Event) error, each func(e *Event) error) 
 	// events of earlier blocks in order: decoding is most of what reading a
 	// soak's history costs.
 	quit := make(chan struct{})
-	defer close(quit)
-	blocks := readBlocks(r, quit)
+	blocks, read := readBlocks(r, quit)
+	defer func() {
+		close(quit)
+		<-read // r is not read after the stream returns
+	}()
 	line, n := 0, 0
 	for blk := range blocks {
 		<-blk.parsed
@@ -114,11 +117,13 @@ type block struct {
 
 // readBlocks cuts r into blocks of whole lines, hands each to a parser and
 // sends it, in order, on the channel it returns, which it closes at the
-// end of r. It stops early once quit is closed.
-func readBlocks(r io.Reader, quit <-chan struct{}) <-chan *block {
+// end of r. It stops early once quit is closed, and closes read once it
+// reads r no more.
+func readBlocks(r io.Reader, quit <-chan struct{}) (<-chan *block, <-chan struct{}) {
 	parsers := max(1, runtime.NumCPU())
 	out := make(chan *block, 2*parsers)
 	work := make(chan *block, 2*parsers)
+	read := make(chan struct{})
 	for range parsers {
 		go func() {
 			p := newLineParser()
@@ -135,10 +140,16 @@ func readBlocks(r io.Reader, quit <-chan struct{}) <-chan *block {
 		}()
 	}
 	go func() {
+		defer close(read)
 		defer close(out)
 		defer close(work)
 		var carry []byte
 		for {
+			select {
+			case <-quit:
+				return // read no more of r once the stream has returned
+			default:
+			}
 			var buf []byte
 			if b, ok := blockBuffers.Get().(*[]byte); ok && len(carry) <= blockSize/2 {
 				buf = append((*b)[:0], carry...)
@@ -155,7 +166,10 @@ func readBlocks(r io.Reader, quit <-chan struct{}) <-chan *block {
 				// The end (or a failed read): whatever is left is the
 				// last line.
 				blk.data = buf
-				if err != io.EOF && err != io.ErrUnexpectedEOF {
+				// ReadAtLeast(.., 1) never makes ErrUnexpectedEOF
+				// itself: one from r is a cut-off stream (a truncated
+				// gzip), not an end.
+				if err != io.EOF {
 					blk.readErr = err
 				}
 			case cut == 0 && len(buf) > maxLine:
@@ -182,7 +196,7 @@ func readBlocks(r io.Reader, quit <-chan struct{}) <-chan *block {
 			}
 		}
 	}()
-	return out
+	return out, read
 }
 
 // blockBuffers recycles the blocks' bytes once parsed.
@@ -221,7 +235,8 @@ func (blk *block) parse(p *lineParser) {
 			data = nil
 		}
 		if len(raw) > maxLine {
-			blk.err, blk.errLine = bufio.ErrTooLong, blk.lines
+			// As when the reader meets it without its newline.
+			blk.readErr = bufio.ErrTooLong
 			return
 		}
 		b := bytes.TrimSpace(raw)

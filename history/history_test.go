@@ -2,6 +2,8 @@ package history
 
 import (
 	"bytes"
+	"compress/gzip"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -62,5 +64,36 @@ func TestReadNamesTheBadLine(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Decode(%q) = %v, want an error containing %q", in, err, want)
 		}
+	}
+}
+
+// TestStreamRefusesATruncatedGzip: a gzip history cut off where its lines
+// end would read as a shorter history, but the reader says the stream was
+// cut, and the history is refused.
+func TestStreamRefusesATruncatedGzip(t *testing.T) {
+	var events []Event
+	for i := range 2000 {
+		events = append(events, Event{Index: i, Time: int64(i), Type: Invoke, Process: Process(i), F: Acquire, Key: "k", Token: fmt.Sprintf("t%d", i)})
+	}
+	var plain, zipped bytes.Buffer
+	if err := Encode(&plain, events); err != nil {
+		t.Fatal(err)
+	}
+	// Flushed at a line's end, the first half decompresses to whole lines.
+	half := bytes.IndexByte(plain.Bytes()[plain.Len()/2:], '\n') + plain.Len()/2 + 1
+	zw := gzip.NewWriter(&zipped)
+	zw.Write(plain.Bytes()[:half])
+	zw.Flush()
+	cutAt := zipped.Len()
+	zw.Write(plain.Bytes()[half:])
+	zw.Close()
+	cut := zipped.Bytes()[:cutAt]
+	zr, err := gzip.NewReader(bytes.NewReader(cut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(zr)
+	if err == nil || !strings.Contains(err.Error(), "unexpected EOF") {
+		t.Fatalf("Decode of a gzip history cut in half: %d events, error %v; want unexpected EOF", len(got), err)
 	}
 }

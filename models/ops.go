@@ -150,7 +150,9 @@ type LockOp struct {
 // FromLockOps is Operations for lock operations already paired (see
 // history.Ops) and picked out (of one key, say), in invoke order, of a
 // history that validates, so that an operation's positions are its events'
-// indexes; end is the time of the history's last event.
+// indexes; end is the time of the history's last event. The operations
+// must come from a history.OpsBuilder (history.Ops, history.BuildOps),
+// which numbers their tokens (history.Op.TokenID).
 func FromLockOps(lockOps []*history.Op, end int64) []porcupine.Operation {
 	return Box(LockOps(nil, lockOps, nil, end))
 }

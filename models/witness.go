@@ -59,7 +59,8 @@ func (c Check) Segments(ops []LockOp) []Segment {
 // busy acquire saw the lock held when it arrived) and ok ones at their
 // return; by invoke. Each places an operation at an instant within its
 // [call, return], so one that returned before another was invoked comes
-// first.
+// first. A witness follows at most maxWitnessStates states at once, and
+// gives up past them.
 func (c Check) Witnessed(seg Segment) bool {
 	at := []func(o *LockOp) int64{
 		func(o *LockOp) int64 { return o.Return },

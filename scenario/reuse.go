@@ -80,7 +80,7 @@ func NewTopologies() *Topologies {
 // and their directories removed at Close. Runs with a database never
 // reuse, and are not counted.
 func (t *Topologies) Expect(p Plan, runs, depth int, store string) {
-	if t == nil || runs <= 0 || !p.Nemesis.MovesRoles() || p.Spec.Resource == resource.Postgres {
+	if t == nil || runs <= 0 || !usesUp(p) {
 		return
 	}
 	t.expect(p.Cluster, runs, depth, filepath.Join(store, ".spares"))
@@ -108,9 +108,10 @@ func (t *Topologies) shapeOf(planned *cluster.Cluster) *spareShape {
 	return nil
 }
 
-// spare returns a spare of planned's start, waiting for one being
-// started; nil when none is planned or none is under way.
-func (t *Topologies) spare(planned *cluster.Cluster) *keptTopology {
+// spare counts a run of planned's start and, if it wants one, returns a
+// spare, waiting for one being started; nil when none is planned, none is
+// under way or ctx ends.
+func (t *Topologies) spare(ctx context.Context, planned *cluster.Cluster, want bool) *keptTopology {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sh := t.shapeOf(planned)
@@ -120,10 +121,20 @@ func (t *Topologies) spare(planned *cluster.Cluster) *keptTopology {
 	sh.runs--
 	first := sh.taken < sh.depth // among the runs that start at once
 	sh.taken++
+	if !want {
+		return nil
+	}
 	// A later run that finds none ready waits for one under way rather
 	// than starting another: that one has had a head start. The first
-	// runs start their own, and the spares for the runs after them.
-	for len(sh.ready) == 0 && sh.starting > 0 && !first {
+	// runs start their own, and the spares for the runs after them. An
+	// ended run waits no more.
+	stop := context.AfterFunc(ctx, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.cond.Broadcast()
+	})
+	defer stop()
+	for len(sh.ready) == 0 && sh.starting > 0 && !first && ctx.Err() == nil {
 		t.cond.Wait()
 	}
 	var k *keptTopology
@@ -184,27 +195,32 @@ func (t *Topologies) startFresh(sh *spareShape) (*keptTopology, error) {
 	return k, k.cl.Start(t.ctx, filepath.Join(dir, "nodes"), k.net.Proxy)
 }
 
-// take returns a reset topology that starts as planned does, and what
-// the reset did; nil when none is kept or none could be reset.
-func (t *Topologies) take(ctx context.Context, planned *cluster.Cluster, logf func(string, ...any)) (*keptTopology, string) {
+// take returns a reset topology that starts as p's does, and what the
+// reset did, or else a spare started ahead for it (Expect) and says so;
+// nil when none is kept, none could be reset and no spare is ready or
+// under way for it.
+func (t *Topologies) take(ctx context.Context, p Plan, logf func(string, ...any)) (*keptTopology, string) {
 	if t == nil {
 		return nil, ""
 	}
+	planned := p.Cluster
 	k, how := t.reset(ctx, planned, logf)
-	if s := t.spare(planned); s != nil {
-		if k != nil {
-			// A reset one was at hand after all: the spare waits for
-			// the next run.
-			t.mu.Lock()
-			sh := t.shapeOf(planned)
-			sh.ready = append([]*keptTopology{s}, sh.ready...)
-			t.mu.Unlock()
-			return k, how
-		}
+	if !usesUp(p) {
+		return k, how
+	}
+	// A run that moves roles counts as one of its start's, whichever
+	// topology it gets.
+	if s := t.spare(ctx, planned, k == nil); s != nil {
 		s.runs = 1
 		return s, fmt.Sprintf("fresh: a spare %s topology started ahead of this run, its nodes under %s", s.cl.Topology, s.dir)
 	}
 	return k, how
+}
+
+// usesUp reports whether p's runs leave their topology unfit for the next
+// and so are counted for spares (Expect).
+func usesUp(p Plan) bool {
+	return p.Nemesis.MovesRoles() && p.Spec.Resource != resource.Postgres
 }
 
 // reset returns a kept topology of planned's start, reset, and what the

@@ -163,9 +163,16 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	if spec.Resource == resource.Postgres {
 		reuse = nil // its links would outlive the database
 	}
-	if k, how := reuse.take(ctx, plan.Cluster, logf); k != nil {
+	if k, how := reuse.take(ctx, plan, logf); k != nil {
 		r.cl, r.net, r.kept, r.how = k.cl, k.net, k, how
 		logf("%s", how)
+		// The nodes' logs live with the topology; the run's page finds
+		// them under its own nodes/, as a fresh run's.
+		if rel, err := filepath.Rel(dir, k.cl.Dir()); err == nil {
+			if err := os.Symlink(rel, filepath.Join(dir, "nodes")); err != nil {
+				logf("linking the nodes' logs: %v", err)
+			}
+		}
 	} else {
 		r.cl, r.net = plan.Cluster.Fresh(), faults.NewNetwork()
 	}
