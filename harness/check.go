@@ -114,16 +114,20 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 }
 
 // limitMemory sets Go's soft memory limit for checking a history of size
-// bytes, unless GOMEMLIMIT sets one. What check holds is mostly the
-// history's operations, about 0.9 times the file's size, and the collector
-// would let the heap grow to twice what is live before collecting; 1.6
-// times the size (at least 448 MiB) keeps a soak's check near what it
-// needs, at the cost of collecting more often near the limit.
+// bytes, unless GOMEMLIMIT sets one, and then, unless GOGC sets it, lets
+// the collector run only at that limit. What check holds is mostly the
+// history's operations, about 0.9 times the file's size, and collecting
+// them over and over as the heap grows is most of the collector's cost:
+// 1.6 times the size (at least 448 MiB) leaves room for the rest, and a
+// heap that outgrows it is collected as the limit says, not refused.
 func limitMemory(size int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
 	debug.SetMemoryLimit(max(448<<20, size/10*16))
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(-1)
+	}
 }
 
 // locateHistory accepts a run directory or the history file itself.
