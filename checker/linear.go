@@ -21,48 +21,7 @@ import (
 // built into porcupine's operations only while it is checked, so that a
 // soak's history is never all in porcupine's form at once.
 func (c *checker) checkLinearizability(deadline time.Time) {
-	// Each key's lock operations, and their tokens numbered from 0 (by
-	// Op.TokenID, which is unique to a key and token): what the models
-	// index by. Counted first, so that each list is allocated once.
-	count := make([]int, len(c.keyNames))
-	fenced := false
-	for i := range c.ops {
-		if o := &c.ops[i]; o.Lease() {
-			count[o.KeyID]++
-			fenced = fenced || o.F == history.Acquire && o.Finished() && o.Type != history.Info && o.Fence != 0
-		}
-	}
-	byKey := make([][]*history.Op, len(count))
-	tokensOf := make([][]int32, len(count))
-	for k, n := range count {
-		byKey[k], tokensOf[k] = make([]*history.Op, 0, n), make([]int32, 0, n)
-	}
-	local := make([]int32, c.tokens)
-	seen := make([]int32, len(count))
-	for i := range c.ops {
-		o := &c.ops[i]
-		if !o.Lease() {
-			continue
-		}
-		if local[o.TokenID] == 0 {
-			seen[o.KeyID]++
-			local[o.TokenID] = seen[o.KeyID]
-		}
-		byKey[o.KeyID] = append(byKey[o.KeyID], o)
-		tokensOf[o.KeyID] = append(tokensOf[o.KeyID], local[o.TokenID]-1)
-	}
-	local = nil
-	var ids []int32 // the keys with lock operations, by name
-	for k, n := range count {
-		if n > 0 {
-			ids = append(ids, int32(k))
-		}
-	}
-	slices.SortFunc(ids, func(a, b int32) int { return cmp.Compare(c.keyNames[a], c.keyNames[b]) })
-	keys := make([]string, len(ids))
-	for i, k := range ids {
-		keys[i] = c.keyNames[k]
-	}
+	keys, fenced := c.lockOpsByKey()
 	type named struct {
 		name  string
 		model models.Check
@@ -78,15 +37,19 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 		elapsed  []time.Duration
 	}
 	results := make([]keyResult, len(keys))
+	longest := 0
+	for _, k := range keys {
+		longest = max(longest, len(k.ops))
+	}
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(runtime.NumCPU(), max(1, len(keys))) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var ops []models.LockOp // reused: nothing keeps a key's
+			ops := make([]models.LockOp, 0, longest) // reused: nothing keeps a key's
 			for k := range next {
-				ops = models.LockOps(ops, byKey[ids[k]], tokensOf[ids[k]], c.end)
+				ops = keys[k].lockOps(ops, c.end)
 				r := keyResult{ops: len(ops)}
 				for _, m := range checks {
 					start := time.Now()
@@ -117,12 +80,12 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 			switch r.results[j] {
 			case porcupine.Illegal:
 				mc.Result = LinearIllegal
-				mc.Failed = append(mc.Failed, key)
+				mc.Failed = append(mc.Failed, key.name)
 			case porcupine.Unknown:
 				if mc.Result == LinearOK {
 					mc.Result = LinearUnknown
 				}
-				mc.Unknown = append(mc.Unknown, key)
+				mc.Unknown = append(mc.Unknown, key.name)
 			}
 		}
 		mc.ElapsedMs = float64(elapsed.Microseconds()) / 1e3
@@ -137,6 +100,59 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 			lin.Result = LinearUnknown
 		}
 	}
+}
+
+// keyOps is one key's lock operations, and their tokens numbered from 0
+// (by Op.TokenID, which is unique to a key and token): what the models
+// index by.
+type keyOps struct {
+	name   string
+	ops    []*history.Op
+	tokens []int32
+}
+
+// lockOps builds the key's operations in the models' form into dst.
+func (k keyOps) lockOps(dst []models.LockOp, end int64) []models.LockOp {
+	return models.LockOps(dst, k.ops, k.tokens, end)
+}
+
+// lockOpsByKey picks out each key's lock operations, by key name, and
+// says whether some grant carries a fence.
+func (c *checker) lockOpsByKey() (keys []keyOps, fenced bool) {
+	// Counted first, so that each list is allocated once.
+	count := make([]int, len(c.keyNames))
+	for i := range c.ops {
+		if o := &c.ops[i]; o.Lease() {
+			count[o.KeyID]++
+			fenced = fenced || o.F == history.Acquire && o.Finished() && o.Type != history.Info && o.Fence != 0
+		}
+	}
+	byKey := make([]keyOps, len(count))
+	for k, n := range count {
+		byKey[k] = keyOps{name: c.keyNames[k], ops: make([]*history.Op, 0, n), tokens: make([]int32, 0, n)}
+	}
+	local := make([]int32, c.tokens)
+	seen := make([]int32, len(count))
+	for i := range c.ops {
+		o := &c.ops[i]
+		if !o.Lease() {
+			continue
+		}
+		if local[o.TokenID] == 0 {
+			seen[o.KeyID]++
+			local[o.TokenID] = seen[o.KeyID]
+		}
+		k := &byKey[o.KeyID]
+		k.ops = append(k.ops, o)
+		k.tokens = append(k.tokens, local[o.TokenID]-1)
+	}
+	for _, k := range byKey {
+		if len(k.ops) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b keyOps) int { return cmp.Compare(a.name, b.name) })
+	return keys, fenced
 }
 
 // checkSegments checks one key whose partition into segments is already

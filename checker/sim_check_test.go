@@ -151,3 +151,54 @@ func TestSegmentsAgreeWithWholeKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestWitnessesAreLinearizable holds the models' witnesses to porcupine:
+// every segment a witness accepts, of runs of correct and broken servers
+// alike, porcupine finds linearizable. It also asserts that the witnesses
+// settle all but a few segments of a correct server, and that the broken servers
+// give porcupine illegal segments to turn down, so that neither side of
+// the comparison is empty.
+func TestWitnessesAreLinearizable(t *testing.T) {
+	seeds := int64(150)
+	if testing.Short() {
+		seeds = 50
+	}
+	sl := simSlackMs * time.Millisecond
+	checks := map[string]models.Check{LeaseLockModel: models.LeaseLockCheck(sl), FencedMutexModel: models.FencedMutexCheck()}
+	for _, m := range []mutation{correct, grantsEarly, forgetsKeys, ignoresToken, extendsAfterExpiry} {
+		segments, witnessed, illegal := 0, 0, 0
+		for seed := int64(0); seed < seeds; seed++ {
+			events := simulate(mutationConfig(seed, m))
+			c := newChecker(history.BuildOps(events), Options{Slack: sl})
+			keys, _ := c.lockOpsByKey()
+			for _, k := range keys {
+				for name, check := range checks {
+					for _, seg := range check.Segments(k.lockOps(nil, c.end)) {
+						segments++
+						w := check.Witnessed(seg)
+						ops, parts := models.Boxed([]models.Segment{seg})
+						model := check.Porcupine
+						model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return parts }
+						p := porcupine.CheckOperationsTimeout(model, ops, time.Minute)
+						if w {
+							witnessed++
+						}
+						if p == porcupine.Illegal {
+							illegal++
+						}
+						if w && p != porcupine.Ok {
+							t.Errorf("%s seed %d key %s, %s model: a witness accepts a segment of %d operations porcupine finds %s", m, seed, k.name, name, seg.Len(), p)
+						}
+					}
+				}
+			}
+		}
+		t.Logf("%s: %d segments, %d witnessed, %d illegal", m, segments, witnessed, illegal)
+		if m == correct && witnessed < segments*99/100 {
+			t.Errorf("witnesses settle %d of %d segments of a correct server, want at least 99%%", witnessed, segments)
+		}
+		if m != correct && illegal == 0 {
+			t.Errorf("%s: no illegal segment to test the witnesses against", m)
+		}
+	}
+}

@@ -100,28 +100,92 @@ func (c Check) Witnessed(seg Segment) bool {
 // the witness gives up and porcupine searches.
 const maxWitnessStates = 64
 
-// legal reports whether seq, taken in order, is a legal sequence of the
-// model that starts in init and steps by step, following every state the
-// model may be in, as porcupine's power-set form of it would.
+// pullWindow is how far ahead of an operation that cannot go next a
+// witness looks for one to take first.
+const pullWindow = 16
+
+// legal reports whether the operations, taken in order, are a legal
+// sequence of the model that starts in init and steps by step, following
+// every state the model may be in, as porcupine's power-set form of it
+// would. Where the next operation x is illegal, it tries two local
+// repairs, each only where real time allows it (an operation may go
+// before another unless that one returned before it was invoked):
+//
+//   - take first one of the next pullWindow operations, y, if that makes x
+//     legal: a release that returned just after the acquire it made room
+//     for, when the order is by return;
+//   - take x before the operation just taken: a release invoked just after
+//     the acquire that followed it, when the order is by invoke.
+//
+// Every sequence it accepts is consistent with real time, so acceptance is
+// a witness. It reorders order.
 func legal[S comparable](init S, step func(S, Input, Output) ([2]S, int), seg Segment, order []int32) bool {
-	states, next := []S{init}, []S(nil)
-	for _, i := range order {
-		o := seg.at(int(i))
-		next = next[:0]
-		for _, st := range states {
-			out, n := step(st, o.Input, o.Output)
-			for _, s := range out[:n] {
-				if !slices.Contains(next, s) {
-					next = append(next, s)
-				}
+	w := walker[S]{step: step, states: []S{init}}
+	for i := 0; i < len(order); i++ {
+		x := seg.at(int(order[i]))
+		if w.advance(&w.next, w.states, x) {
+			w.prev, w.states, w.next = w.states, w.next, w.prev
+			continue
+		}
+		if j := w.pull(seg, order, i); j > 0 {
+			// y, x, then what lay between them.
+			xi, yi := order[i], order[j]
+			copy(order[i+2:j+1], order[i+1:j])
+			order[i], order[i+1] = yi, xi
+			i++
+			continue
+		}
+		if i > 0 {
+			if p := seg.at(int(order[i-1])); x.Call < p.Return && w.advance(&w.via, w.prev, x) && w.advance(&w.next, w.via, p) {
+				order[i-1], order[i] = order[i], order[i-1]
+				w.prev, w.states, w.via, w.next = w.via, w.next, w.prev, w.states
+				continue
 			}
 		}
-		if len(next) == 0 || len(next) > maxWitnessStates {
-			return false
-		}
-		states, next = next, states
+		return false
 	}
 	return true
+}
+
+// walker steps a set of model states, in buffers reused from step to step:
+// states, where the sequence stands; prev, where it stood before its last
+// operation; via and next, trials.
+type walker[S comparable] struct {
+	step                    func(S, Input, Output) ([2]S, int)
+	states, prev, via, next []S
+}
+
+// pull finds the first of the pullWindow operations after order[i], y, that
+// real time lets go before order[i] and those between, and after which
+// order[i] is legal, and steps past both; 0 if there is none.
+func (w *walker[S]) pull(seg Segment, order []int32, i int) int {
+	x := seg.at(int(order[i]))
+	passed := x.Return // the earliest return y would go before
+	for j := i + 1; j < min(len(order), i+1+pullWindow); j++ {
+		y := seg.at(int(order[j]))
+		if y.Call < passed && w.advance(&w.via, w.states, y) && w.advance(&w.next, w.via, x) {
+			w.prev, w.states, w.via, w.next = w.via, w.next, w.prev, w.states
+			return j
+		}
+		passed = min(passed, y.Return)
+	}
+	return 0
+}
+
+// advance sets *dst to every state o may lead to from one of from, and
+// reports whether there are some, and no more than maxWitnessStates.
+func (w *walker[S]) advance(dst *[]S, from []S, o *LockOp) bool {
+	next := (*dst)[:0]
+	for _, st := range from {
+		out, n := w.step(st, o.Input, o.Output)
+		for _, s := range out[:n] {
+			if !slices.Contains(next, s) {
+				next = append(next, s)
+			}
+		}
+	}
+	*dst = next
+	return len(next) > 0 && len(next) <= maxWitnessStates
 }
 
 // Boxed turns segments into porcupine's form, for porcupine to check with
