@@ -113,7 +113,7 @@ func annotations(events []history.Event, res Result) []porcupine.Annotation {
 	// Things the harness observed rather than caused, such as a sentinel
 	// switching the primary, are instants on the same lane.
 	for _, e := range events {
-		if e.IsNemesis() && e.Phase == history.Instant {
+		if e.IsNemesis() && e.Phase == history.Instant && e.F != history.GrantSeen {
 			as = append(as, porcupine.Annotation{
 				Tag:             nemesisTag,
 				Start:           e.Time,

@@ -163,6 +163,10 @@ func (c *Cluster) Can(want Capability) error {
 		c.Topology, want, capabilityMeaning[want], strings.Join(with, ", "))
 }
 
+// Persistence is how the nodes keep their data across a restart
+// (PersistNone, PersistAOFAlways).
+func (c *Cluster) Persistence() string { return c.spec.Persistence }
+
 // Shape is the topology a lock client sees: what recipes and workers are
 // asked to run on. A target server is shaped as single.
 func (c *Cluster) Shape() string { return cmp.Or(c.top.shape, c.top.name) }

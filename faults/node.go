@@ -95,9 +95,28 @@ var killNode = Fault{
 		time.Sleep(delay)
 		// Restart even when the run is ending: the final heal needs the node.
 		err = n.Restart(context.Background())
-		end("restarted")
+		end(restarted(env, n, err))
 		return err
 	},
+}
+
+// restarted says how a node came back: how many keys it held at once,
+// which is what the lock's grants depend on (none, without persistence).
+func restarted(env *Env, n cluster.Node, err error) string {
+	if err != nil {
+		return "restart failed: " + err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	v, err := env.Cluster.Do(ctx, n, "DBSIZE")
+	keys, ok := v.(int64)
+	switch {
+	case err != nil || !ok:
+		return fmt.Sprintf("restarted (its keys not counted: %v)", err)
+	case keys == 0:
+		return fmt.Sprintf("restarted empty (0 keys; persistence %s)", env.Cluster.Persistence())
+	}
+	return fmt.Sprintf("restarted with %d keys (persistence %s)", keys, env.Cluster.Persistence())
 }
 
 // inFlight bounds how long an operation sent before a fault may take to

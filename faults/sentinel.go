@@ -225,7 +225,7 @@ var killPrimary = Fault{
 	Needs:   withFailover,
 	Options: []options.Spec{failoverFor},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		return onPrimary(ctx, env, rng, opts, "kill-primary", "restart in", "restarted",
+		return onPrimary(ctx, env, rng, opts, "kill-primary", "restart in", restarted,
 			cluster.Node.Kill, func(n cluster.Node) error { return n.Restart(context.Background()) })
 	},
 }
@@ -237,13 +237,14 @@ var pausePrimary = Fault{
 	Needs:   withFailover,
 	Options: []options.Spec{failoverFor},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		return onPrimary(ctx, env, rng, opts, "pause-primary", "for", "resumed", cluster.Node.Pause, cluster.Node.Resume)
+		return onPrimary(ctx, env, rng, opts, "pause-primary", "for", func(*Env, cluster.Node, error) string { return "resumed" },
+			cluster.Node.Pause, cluster.Node.Resume)
 	},
 }
 
 // onPrimary injects a process fault on the current primary, holds it long
 // enough for a failover, undoes it (also when the run ends) and settles.
-func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, fault, holdWord, healed string, inject, undo func(cluster.Node) error) error {
+func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, fault, holdWord string, healed func(*Env, cluster.Node, error) string, inject, undo func(cluster.Node) error) error {
 	p, err := primary(ctx, env)
 	if err != nil {
 		return err
@@ -255,7 +256,7 @@ func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Value
 	end := env.Begin(fault, primaryTarget(env, p), holdWord+" "+hold.String())
 	sleep(ctx, hold)
 	err = undo(p)
-	end(healed)
+	end(healed(env, p, err))
 	settle(ctx, env)
 	return err
 }

@@ -44,6 +44,12 @@ const (
 	Instant = "event"
 )
 
+// GrantSeen is an observation (phase Instant) of where a grant lived just
+// after its client was told: Key and Token are the grant's, Target the
+// nodes found holding the token under the lock's key, comma-separated ("" if
+// none did), and Detail says what each node answered.
+const GrantSeen = "grant-seen"
+
 // Nemesis is the process of fault events.
 const Nemesis Process = -1
 

@@ -97,3 +97,17 @@ func TestStreamRefusesATruncatedGzip(t *testing.T) {
 		t.Fatalf("Decode of a gzip history cut in half: %d events, error %v; want unexpected EOF", len(got), err)
 	}
 }
+
+func TestRecorderWatchSeesEachEventInOrderUntilStopped(t *testing.T) {
+	rec := NewRecorder(nil)
+	rec.Record(Event{Type: Invoke, F: Acquire})
+	var seen []int
+	stop := rec.Watch(func(e Event) { seen = append(seen, e.Index) })
+	rec.Record(Event{Type: OK, F: Acquire})
+	rec.Record(Event{Type: Invoke, F: Release})
+	stop()
+	rec.Record(Event{Type: OK, F: Release})
+	if len(seen) != 2 || seen[0] != 1 || seen[1] != 2 {
+		t.Errorf("the watch saw events %v, want [1 2]: those recorded while it watched, in order", seen)
+	}
+}

@@ -16,6 +16,9 @@ type Recorder struct {
 	out    *bufio.Writer
 	events []Event
 	err    error
+	// watchers see each event as it is recorded (Watch).
+	watchers map[int]func(Event)
+	nextID   int
 }
 
 // NewRecorder starts the clock and writes every event to w as a JSON line.
@@ -60,7 +63,28 @@ func (r *Recorder) RecordWith(build func() Event) Event {
 		}
 		r.err = err
 	}
+	for _, f := range r.watchers {
+		f(e)
+	}
 	return e
+}
+
+// Watch calls f with every event recorded from now on, in order, under the
+// recorder's lock: f must neither block nor record. stop ends the watch.
+func (r *Recorder) Watch(f func(Event)) (stop func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watchers == nil {
+		r.watchers = make(map[int]func(Event))
+	}
+	id := r.nextID
+	r.nextID++
+	r.watchers[id] = f
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.watchers, id)
+	}
 }
 
 // Events returns a copy of the history so far.

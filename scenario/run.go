@@ -291,6 +291,7 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	logf("%d clients running %s against %s for %v, nemesis %s", spec.Clients, spec.Lock, spec.Key, spec.TimeLimit, spec.Nemesis)
 
 	defer faults.WatchRoles(r.cl, rec, logf)()
+	defer faults.WatchGrants(r.cl, rec, plan.Lock.StoreKey, logf)()
 	nctx, cancel := context.WithTimeout(ctx, spec.TimeLimit.D())
 	defer cancel()
 	if len(opt.StopOn) > 0 {

@@ -1,0 +1,115 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
+)
+
+// probeTimeout bounds one node's answer to a grant probe: a paused or
+// killed node answers nothing, and that is what the probe records.
+const probeTimeout = 150 * time.Millisecond
+
+// probeQueue is how many grants may wait for their probe; past it, grants
+// go unprobed (a pipeline-rate run grants thousands a second), and the log
+// says how many.
+const probeQueue = 64
+
+// WatchGrants records, for each grant the history records, where the
+// harness finds it just after: what every data node holds under the
+// lock's key (storeKey of the grant's key), as a GrantSeen event, so that a
+// report can say which node granted a lease and whether it had replicated
+// when a replica was promoted. Probes go over the harness's own path,
+// never the clients' faulted links. A topology of one node has nothing to
+// tell apart and is not probed. stop returns once nothing more will be
+// recorded: a run stops it before it reads its history.
+func WatchGrants(cl *cluster.Cluster, rec *history.Recorder, storeKey func(string) string, log func(string, ...any)) (stop func()) {
+	if len(cl.Nodes) < 2 {
+		return func() {}
+	}
+	grants := make(chan history.Event, probeQueue)
+	var mu sync.Mutex
+	dropped, closed := 0, false
+	unwatch := rec.Watch(func(e history.Event) {
+		if e.F != history.Acquire || e.Type != history.OK || e.Token == "" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return
+		}
+		select {
+		case grants <- e:
+		default:
+			dropped++
+		}
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for g := range grants {
+			holders, detail := probeGrant(cl, storeKey(g.Key), g.Token)
+			rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: history.GrantSeen,
+				Phase: history.Instant, Key: g.Key, Token: g.Token, Target: strings.Join(holders, ","),
+				Detail: fmt.Sprintf("client %d's grant (event %d): %s", g.Client, g.Index, detail)})
+		}
+	}()
+	return func() {
+		unwatch()
+		mu.Lock()
+		closed = true
+		close(grants)
+		n := dropped
+		mu.Unlock()
+		<-done
+		if n > 0 {
+			log("%d grants came faster than they could be probed and were not: their reports name no node", n)
+		}
+	}
+}
+
+// probeGrant asks every data node, at once, for key, and returns the nodes
+// whose value is or carries token, and what each answered.
+func probeGrant(cl *cluster.Cluster, key, token string) (holders []string, detail string) {
+	answers := make([]string, len(cl.Nodes))
+	held := make([]bool, len(cl.Nodes))
+	var wg sync.WaitGroup
+	for i, n := range cl.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+			defer cancel()
+			v, err := cl.Do(ctx, n, "GET", key)
+			s, _ := v.(string)
+			switch {
+			case errors.Is(err, redis.Nil):
+				answers[i] = "absent on " + n.Name()
+			case err != nil && strings.HasPrefix(err.Error(), "MOVED"):
+				answers[i] = n.Name() + " does not serve the key"
+			case err != nil:
+				answers[i] = n.Name() + " did not answer"
+			case s == token || strings.Contains(s, token):
+				answers[i], held[i] = "on "+n.Name(), true
+			default:
+				answers[i] = "another value on " + n.Name()
+			}
+		}()
+	}
+	wg.Wait()
+	for i, n := range cl.Nodes {
+		if held[i] {
+			holders = append(holders, n.Name())
+		}
+	}
+	return holders, strings.Join(answers, "; ")
+}
