@@ -150,7 +150,7 @@ func (a *analysis) completed(oi int, o opInfo, stale bool) string {
 			if v := validity(o); v > 0 {
 				s += ", lease valid to " + secs(v)
 			}
-			return s + a.conflict(oi, o)
+			return s + a.conflict(oi, o) + a.foundOn(o)
 		case history.Write:
 			s := "wrote: the resource accepted it (stored " + valueText(o.Stored) + ")"
 			if stale {
@@ -173,6 +173,17 @@ func (a *analysis) completed(oi int, o opInfo, stale bool) string {
 		return fmt.Sprintf("failed to %s %s%s", o.F, o.Key, why)
 	}
 	return fmt.Sprintf("%s of %s has an unknown outcome%s; its process is retired", o.F, o.Key, why)
+}
+
+// foundOn says where the harness found a grant just after it, or "" if it
+// did not look.
+func (a *analysis) foundOn(o opInfo) string {
+	seen := a.seen[grantKey{o.Key, o.Token}]
+	if seen == nil || o.Token == "" {
+		return ""
+	}
+	_, answers, _ := strings.Cut(seen.Detail, ": ")
+	return "; just after, " + answers
 }
 
 // conflict says whose lease another client still believed in when this

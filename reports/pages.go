@@ -77,7 +77,16 @@ func Render(dir string) error {
 			errs = append(errs, fmt.Errorf("%s: %w", p.file, err))
 			continue
 		}
-		page.Plots = append(page.Plots, plotView{File: p.file, Alt: p.alt})
+		page.Plots = append(page.Plots, plotView{File: p.file, Alt: p.alt, Width: screenPx(plotWidth)})
+	}
+	err = writeAtomic(filepath.Join(dir, timelineHTMLFile), func(w io.Writer) error {
+		return WriteTimelineHTML(w, page.Name+" · "+page.Stamp, a, timelineOf(a, res), res)
+	})
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("%s could not be written: %v", timelineHTMLFile, err))
+		errs = append(errs, fmt.Errorf("%s: %w", timelineHTMLFile, err))
+	} else {
+		page.Interactive = timelineHTMLFile
 	}
 	page.Problems = problems
 	page.Files = runFiles(os.DirFS(dir), ".")
@@ -95,17 +104,19 @@ func Render(dir string) error {
 type indexPage struct {
 	Name, Stamp string
 	// Verdict is valid, invalid or unknown; it is also the banner's class.
-	Verdict     string
-	Exit        int
-	Headline    string
-	Spec        []keyValue
-	Command     string
-	Checks      []keyValue
-	Stats       []statRow
-	Faults      []Band
-	Findings    []findingView
-	Database    *databaseView
-	Plots       []plotView
+	Verdict  string
+	Exit     int
+	Headline string
+	Spec     []keyValue
+	Command  string
+	Checks   []keyValue
+	Stats    []statRow
+	Faults   []Band
+	Findings []findingView
+	Database *databaseView
+	Plots    []plotView
+	// Interactive is timeline.html, once written.
+	Interactive string
 	Files       []fileLink
 	Notes       []string
 	Error       string
@@ -113,7 +124,9 @@ type indexPage struct {
 	Problems    []string
 }
 
-type keyValue struct{ Key, Value string }
+// keyValue is a row of a two-column table; Link, if set, is where the
+// value points (an anomaly count to its first story).
+type keyValue struct{ Key, Value, Link string }
 
 type statRow struct {
 	Kind string
@@ -125,7 +138,9 @@ type findingView struct {
 	Anomaly   string
 	Key       string
 	Narrative string
-	Story     []StoryLine
+	// Causes say what made it possible (see Causes).
+	Causes []string
+	Story  []StoryLine
 	// Rows are the database rows of the finding's writes.
 	Rows *rowTable
 	// Open keeps the first findings unfolded; the rest of a badly broken
@@ -133,7 +148,12 @@ type findingView struct {
 	Open bool
 }
 
-type plotView struct{ File, Alt string }
+// plotView is one plot on the page; Width is the CSS width it is shown
+// at, half its pixels (see dpi).
+type plotView struct {
+	File, Alt string
+	Width     int
+}
 
 type fileLink struct {
 	Path string
@@ -170,16 +190,26 @@ func newIndexPage(dir string, res Results, a *analysis, tables *history.Tables) 
 		}
 	}
 	p.Headline = headline(res)
-	for _, name := range checker.AnomalyNames {
-		p.Checks = append(p.Checks, keyValue{name, fmt.Sprint(res.Anomalies[name])})
+	first := map[string]int{}
+	for i, f := range res.Checker.Findings {
+		if _, ok := first[f.Anomaly]; !ok {
+			first[f.Anomaly] = i + 1
+		}
 	}
-	p.Checks = append(p.Checks, keyValue{"fencing rejected", fmt.Sprint(res.Fencing.Rejected)})
+	for _, name := range checker.AnomalyNames {
+		kv := keyValue{Key: name, Value: fmt.Sprint(res.Anomalies[name])}
+		if n, ok := first[name]; ok {
+			kv.Link = fmt.Sprintf("#anomaly-%d", n)
+		}
+		p.Checks = append(p.Checks, kv)
+	}
+	p.Checks = append(p.Checks, keyValue{Key: "fencing rejected", Value: fmt.Sprint(res.Fencing.Rejected)})
 	if p.Database = newDatabaseView(res.Checker.Database); p.Database == nil {
-		p.Checks = append(p.Checks, keyValue{"counter", fmt.Sprintf("%d acknowledged writes, final value %d", res.Checker.Counter.Acknowledged, res.Checker.Counter.Final)})
+		p.Checks = append(p.Checks, keyValue{Key: "counter", Value: fmt.Sprintf("%d acknowledged writes, final value %d", res.Checker.Counter.Acknowledged, res.Checker.Counter.Final)})
 	}
 	p.Checks = append(p.Checks,
-		keyValue{"liveness", res.Checker.Liveness},
-		keyValue{"slack", fmt.Sprintf("%g ms", res.Checker.SlackMs)},
+		keyValue{Key: "liveness", Value: res.Checker.Liveness},
+		keyValue{Key: "slack", Value: fmt.Sprintf("%g ms", res.Checker.SlackMs)},
 	)
 	kinds := make([]string, 0, len(res.Stats))
 	for k := range res.Stats {
@@ -191,7 +221,7 @@ func newIndexPage(dir string, res Results, a *analysis, tables *history.Tables) 
 	}
 	for i, f := range res.Checker.Findings {
 		p.Findings = append(p.Findings, findingView{N: i + 1, Anomaly: f.Anomaly, Key: f.Key, Narrative: f.Narrative,
-			Story: a.story(f), Rows: a.findingRows(tables, f), Open: i < openFindings})
+			Causes: a.causes(f), Story: a.story(f), Rows: a.findingRows(tables, f), Open: i < openFindings})
 	}
 	return p
 }
@@ -249,7 +279,7 @@ func specPairs(raw json.RawMessage) []keyValue {
 		if json.Unmarshal(v, &s) != nil {
 			s = string(v)
 		}
-		kvs = append(kvs, keyValue{key, s})
+		kvs = append(kvs, keyValue{Key: key, Value: s})
 	}
 	return kvs
 }

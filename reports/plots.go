@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
@@ -19,11 +20,14 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Image geometry. The width suits a laptop screen at 96 dpi; the timeline
-// grows with its rows up to a cap, beyond which rows get thinner rather
-// than the image taller.
+// Image geometry. The width suits a laptop screen at 96 dpi (screenDPI,
+// the size the page shows a plot at); the images are drawn at twice that,
+// so that they stay sharp on a high-density screen. The timeline grows
+// with its rows up to a cap, beyond which rows get thinner rather than the
+// image taller.
 const (
-	dpi          = 96
+	screenDPI    = 96
+	dpi          = 2 * screenDPI
 	plotWidth    = 14 * vg.Inch
 	legendWidth  = 2.3 * vg.Inch
 	rowHeight    = 0.6 * vg.Inch
@@ -47,10 +51,20 @@ var (
 	finalFill = color.NRGBA{R: 150, G: 150, B: 150, A: 255}
 	rowLine   = color.NRGBA{R: 210, G: 210, B: 210, A: 255}
 
+	// Jepsen's colours for ok, info and fail (jepsen.checker.perf), so
+	// that a Jepsen reader reads them at a glance; a busy answer, which
+	// Jepsen would count a fail, is ordinary contention and grey.
 	outcomeColor = map[string]color.NRGBA{
-		history.OK:   {R: 44, G: 160, B: 44, A: 190},
-		history.Fail: {R: 31, G: 119, B: 180, A: 190},
-		history.Info: {R: 255, G: 127, B: 14, A: 220},
+		AnswerOK:   {R: 0x81, G: 0xBF, B: 0xFC, A: 210},
+		AnswerBusy: {R: 150, G: 150, B: 150, A: 150},
+		AnswerFail: {R: 0xFF, G: 0x1E, B: 0x90, A: 220},
+		AnswerInfo: {R: 0xFF, G: 0xA4, B: 0x00, A: 230},
+	}
+	answerLegend = map[string]string{
+		AnswerOK:   "ok",
+		AnswerBusy: "busy (lock held: contention)",
+		AnswerFail: "fail (error, refused, not held)",
+		AnswerInfo: "info (timeout: outcome unknown)",
 	}
 	writeStyle = map[string]draw.GlyphStyle{
 		WriteAccepted: {Color: color.NRGBA{G: 130, A: 255}, Radius: 3, Shape: draw.CircleGlyph{}},
@@ -72,6 +86,14 @@ var (
 		history.Read:    thickCross{},
 	}
 	kinds = []string{history.Acquire, history.Extend, history.Release, history.Write, history.Read}
+
+	// Acquires that granted nothing certain, drawn faintly under the
+	// leases: refused ones thin and grey, unknown ones (info) the colour of
+	// a lease that may be there.
+	attemptFill = map[string]color.NRGBA{
+		history.Fail: {R: 120, G: 120, B: 120, A: 60},
+		history.Info: {R: 255, G: 127, B: 14, A: 70},
+	}
 
 	// Fault colours avoid red (anomalies) and green (ok).
 	faultPalette = []color.NRGBA{
@@ -107,6 +129,14 @@ func WriteTimelinePNG(w io.Writer, t Timeline) error {
 
 	leg := newLegend()
 	leg.Add("lease, acquire to release", swatch{fill: leaseFill})
+	if hasNodes(t) {
+		leg.Add("n1: where the grant was found", swatch{})
+	}
+	for _, oc := range []string{history.Info, history.Fail} {
+		if hasAttempt(t, oc) {
+			leg.Add(attemptLegend[oc], swatch{fill: attemptFill[oc]})
+		}
+	}
 	if hasPastValid(t) {
 		leg.Add("believed past its validity", swatch{fill: pastValid})
 	}
@@ -140,6 +170,17 @@ func TimelineSize(t Timeline) (w, h int) {
 	return px(plotWidth), px(timelineRows(t).height())
 }
 
+// TimelineScreenSize is the size, in CSS pixels, the page shows
+// timeline.png at: half its pixels.
+func TimelineScreenSize(t Timeline) (w, h int) {
+	return screenPx(plotWidth), screenPx(timelineRows(t).height())
+}
+
+var attemptLegend = map[string]string{
+	history.Info: "acquire of unknown outcome, to its ttl",
+	history.Fail: "acquire refused",
+}
+
 // height gives each row its share, and room for the title and time axis,
 // within bounds: a short timeline still fits its legend, and a very tall
 // one gets thinner rows.
@@ -149,6 +190,8 @@ func (r layout) height() vg.Length {
 }
 
 func px(l vg.Length) int { return int(l/vg.Inch*dpi + 0.5) }
+
+func screenPx(l vg.Length) int { return int(l/vg.Inch*screenDPI + 0.5) }
 
 // layout lays out the timeline top to bottom: the fault labels, one row per
 // anomaly kind present, then the client lanes.
@@ -216,6 +259,7 @@ func (tp timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 		y := (g.row(i-1) + g.row(i)) / 2
 		c.StrokeLine2(draw.LineStyle{Color: rowLine, Width: 0.5}, c.Min.X, y, c.Max.X, y)
 	}
+	tp.attempts(&c, g)
 	fences := tp.leases(&c, g)
 	tp.redSpans(&c, g)
 	// Fence labels go over the red spans, which would wash them out.
@@ -299,13 +343,14 @@ func (tp timelinePlotter) leases(c *draw.Canvas, g geometry) []fenceLabel {
 		if len(l.Anomalies) > 0 {
 			strokeRect(c, draw.LineStyle{Color: red, Width: 2}, x0, yc-h, x1, yc+h)
 		}
-		if l.Fence == 0 {
+		labels := leaseLabels(l)
+		if len(labels) == 0 {
 			continue
 		}
 		if x1-x0 < minFenceLabel {
 			continue // no label fits; measuring it costs more than the bar
 		}
-		for _, s := range []string{fmt.Sprintf("fence %d", l.Fence), fmt.Sprint(l.Fence)} {
+		for _, s := range labels {
 			w := small.Width(s) + 4
 			if x1-x0 >= w && x0+2 >= labelEnd[l.Client] {
 				fences = append(fences, fenceLabel{vg.Point{X: x0 + 2, Y: yc}, s})
@@ -317,8 +362,84 @@ func (tp timelinePlotter) leases(c *draw.Canvas, g geometry) []fenceLabel {
 	return fences
 }
 
-// minFenceLabel is narrower than any fence label ("1" and its margins).
+// minFenceLabel is narrower than any lease label ("1" and its margins).
 const minFenceLabel = 6
+
+// leaseLabels are what a lease bar may say, longest first: where the grant
+// was found and its fence; the first that fits is drawn.
+func leaseLabels(l Lease) []string {
+	where := ""
+	switch {
+	case len(l.Nodes) > 0:
+		where = strings.Join(l.Nodes, "+")
+	case l.Seen:
+		where = "on no node"
+	}
+	switch {
+	case where != "" && l.Fence != 0:
+		return []string{fmt.Sprintf("%s · fence %d", where, l.Fence), fmt.Sprintf("%s · %d", where, l.Fence), where}
+	case where != "":
+		return []string{where}
+	case l.Fence != 0:
+		return []string{fmt.Sprintf("fence %d", l.Fence), fmt.Sprint(l.Fence)}
+	}
+	return nil
+}
+
+// attempts draws the acquires that granted nothing certain, faintly; a
+// lane's touching ones of a kind are drawn as one, as leases are.
+func (tp timelinePlotter) attempts(c *draw.Canvas, g geometry) {
+	type bar struct{ x0, x1 vg.Length }
+	open := map[[2]int]*bar{} // lane row, outcome -> bar being drawn
+	heights := map[string]vg.Length{history.Fail: g.half * 0.2, history.Info: g.half * 0.55}
+	paint := func(k [2]int, b *bar) {
+		oc := history.Fail
+		if k[1] == 1 {
+			oc = history.Info
+		}
+		y, h := g.row(k[0]), heights[oc]
+		fillRect(c, attemptFill[oc], b.x0, y-h, b.x1, y+h)
+	}
+	for _, at := range tp.t.Attempts {
+		r, ok := tp.rows.lane[at.Client]
+		if !ok {
+			continue
+		}
+		k := [2]int{r, 0}
+		if at.Outcome == history.Info {
+			k[1] = 1
+		}
+		x0, x1 := span(g.trX, at.Start, at.End, 1)
+		if b := open[k]; b != nil && x0 <= b.x1+0.5 {
+			b.x1 = max(b.x1, x1)
+			continue
+		} else if b != nil {
+			paint(k, b)
+		}
+		open[k] = &bar{x0, x1}
+	}
+	for k, b := range open {
+		paint(k, b)
+	}
+}
+
+func hasNodes(t Timeline) bool {
+	for _, l := range t.Leases {
+		if l.Seen {
+			return true
+		}
+	}
+	return false
+}
+
+func hasAttempt(t Timeline, outcome string) bool {
+	for _, a := range t.Attempts {
+		if a.Outcome == outcome {
+			return true
+		}
+	}
+	return false
+}
 
 // redSpans draws each anomaly as a solid bar labelled #n in its kind's row
 // and as a translucent box over the lanes involved.
@@ -435,6 +556,19 @@ func (bp bandsPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 			edge.A = 200
 			c.StrokeLine2(draw.LineStyle{Color: edge, Width: 1}, x0, c.Min.Y, x0, c.Max.Y)
 		}
+		if bp.labelTop {
+			// The fault row itself: each window as a bar along its
+			// foot, each observed instant as a mark, so that the row
+			// reads as the faults' own lane.
+			foot := trY(bp.row-0.5) + 3
+			if b.Observed {
+				c.DrawGlyph(draw.GlyphStyle{Color: observedColor(col), Radius: 4, Shape: draw.PyramidGlyph{}}, vg.Point{X: x0, Y: foot + 4})
+			} else {
+				solid := col
+				solid.A = 220
+				fillRect(&c, solid, x0, foot, x1, foot+6)
+			}
+		}
 		text := b.Label()
 		w := sty.Width(text)
 		for lvl := 0; lvl < levels; lvl++ {
@@ -469,12 +603,15 @@ func WriteLatencyPNG(w io.Writer, l Latency) error {
 	p.Add(xGrid(), bandsPlotter{bands: l.Bands, colors: colors}, latencyPlotter{l})
 
 	leg := newLegend()
-	for _, oc := range outcomes {
-		leg.Add(oc, glyphThumb{Color: outcomeColor[oc], Radius: 3.5, Shape: draw.CircleGlyph{}})
-	}
 	present := map[string]bool{}
 	for _, pt := range l.Points {
 		present[pt.Kind] = true
+		present[pt.Outcome] = true
+	}
+	for _, oc := range answers {
+		if present[oc] {
+			leg.Add(answerLegend[oc], glyphThumb{Color: outcomeColor[oc], Radius: 3.5, Shape: draw.CircleGlyph{}})
+		}
 	}
 	for _, k := range kinds {
 		if present[k] {
@@ -500,8 +637,8 @@ func (lp latencyPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 		oc, shape string
 	}
 	drawn := map[spot]bool{}
-	// Rarer outcomes last, so a few infos are not buried under fails.
-	for _, oc := range []string{history.Fail, history.OK, history.Info} {
+	// Rarer answers last, so a few infos are not buried under busy ones.
+	for _, oc := range []string{AnswerBusy, AnswerOK, AnswerFail, AnswerInfo} {
 		for _, pt := range lp.l.Points {
 			if pt.Outcome != oc {
 				continue
@@ -553,9 +690,10 @@ func msLabel(ms float64) string {
 	return fmt.Sprintf("%g µs", ms*1000)
 }
 
-// WriteRatePNG draws rate.png: completions per second by outcome.
+// WriteRatePNG draws rate.png: completions per second, a line per
+// operation and answer, coloured by answer and marked by operation.
 func WriteRatePNG(w io.Writer, r Rate) error {
-	title := fmt.Sprintf("Completions per second (in %s bins)", binLabel(r.Bin))
+	title := fmt.Sprintf("Completions per second by operation and answer (in %s bins)", binLabel(r.Bin))
 	p := newPlot(title)
 	p.Y.Label.Text = "per second"
 	setX(p, r.End)
@@ -563,11 +701,11 @@ func WriteRatePNG(w io.Writer, r Rate) error {
 	top := 1.0
 	leg := newLegend()
 	var lines []plot.Plotter
-	for _, oc := range outcomes {
-		n := len(r.Counts[oc])
+	for j, sr := range r.Series {
+		n := len(sr.Counts)
 		xys := make(plotter.XYs, n+1)
 		for i := 0; i < n; i++ {
-			xys[i] = plotter.XY{X: (time.Duration(i) * r.Bin).Seconds(), Y: r.PerSecond(oc, i)}
+			xys[i] = plotter.XY{X: (time.Duration(i) * r.Bin).Seconds(), Y: r.PerSecond(j, i)}
 			top = math.Max(top, xys[i].Y)
 		}
 		// The last bin's value continues to the bin's end.
@@ -579,12 +717,12 @@ func WriteRatePNG(w io.Writer, r Rate) error {
 		if err != nil {
 			return err
 		}
-		col := outcomeColor[oc]
+		col := outcomeColor[sr.Answer]
 		col.A = 255
 		line.StepStyle = plotter.PostStep
-		line.LineStyle = draw.LineStyle{Color: col, Width: 1.5}
+		line.LineStyle = draw.LineStyle{Color: col, Width: 1.5, Dashes: kindDashes[sr.Kind]}
 		lines = append(lines, line)
-		leg.Add(oc, line)
+		leg.Add(sr.Name(), line)
 	}
 	// Headroom above the highest rate holds the fault labels.
 	p.Y.Min, p.Y.Max = 0, top*1.3
@@ -592,6 +730,15 @@ func WriteRatePNG(w io.Writer, r Rate) error {
 	p.Add(lines...)
 	addFaultLegend(&leg, r.Bands, colors)
 	return savePNG(w, p, leg, rateH)
+}
+
+// kindDashes tells the operations' lines apart on the rate plot, whose
+// colours are the answers'.
+var kindDashes = map[string][]vg.Length{
+	history.Extend:  {6, 2},
+	history.Release: {2, 2},
+	history.Write:   {8, 2, 2, 2},
+	history.Read:    {1, 3},
 }
 
 func newPlot(title string) *plot.Plot {

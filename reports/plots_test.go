@@ -29,7 +29,8 @@ func TestPlotsDecodeAsPNG(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if cfg.Width != 14*96 || cfg.Height < 300 || cfg.Height > 24*96 {
+		// 14 inches wide at twice a screen's 96 dpi.
+		if cfg.Width != 14*192 || cfg.Height < 600 || cfg.Height > 24*192 {
 			t.Errorf("%s is %dx%d", name, cfg.Width, cfg.Height)
 		}
 		if name == "timeline" {
@@ -47,12 +48,12 @@ func TestTimelineGrowsWithLanesUpToACap(t *testing.T) {
 	events, res := pausedHolder()
 	_, h := TimelineSize(TimelineData(events, res))
 	// faults, double-grant, stale-write and four lanes: 1 + 0.6×7 inches.
-	if want := (1 + 0.6*7) * 96; float64(h) < want-1 || float64(h) > want+1 {
+	if want := (1 + 0.6*7) * 192; float64(h) < want-1 || float64(h) > want+1 {
 		t.Errorf("height %d, want about %.0f", h, want)
 	}
 	big := longRun(200, 40)
 	w, h := TimelineSize(TimelineData(big, Results{}))
-	if w != 14*96 || h != 24*96 {
+	if w != 14*192 || h != 24*192 {
 		t.Errorf("40 lanes: %dx%d, want the cap", w, h)
 	}
 }

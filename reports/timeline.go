@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
@@ -31,6 +32,7 @@ const (
 type Timeline struct {
 	Lanes    []Lane
 	Leases   []Lease
+	Attempts []Attempt
 	Writes   []WriteMark
 	Bands    []Band
 	RedSpans []RedSpan
@@ -62,8 +64,26 @@ type Lease struct {
 	ValidUntil time.Duration
 	// Anomalies names every anomaly whose finding involves this grant.
 	Anomalies []string
+	// Nodes are where the harness found the grant just after its client
+	// was told: the nodes holding its token (history.GrantSeen). Seen says
+	// whether it looked; a topology of one node is not looked at, nor a
+	// grant that came faster than the probes.
+	Nodes []string
+	Seen  bool
 	// Event is the history index of the acquire's completion.
 	Event int
+}
+
+// Attempt is an acquire that granted nothing certain: refused (Outcome
+// fail), from its invoke to its answer, or of unknown outcome (info), from
+// its invoke for as long as a lease it may have been granted could last.
+// The timeline draws them faintly, so that a reader sees where a lease may
+// hide.
+type Attempt struct {
+	Client     int
+	Outcome    string
+	Start, End time.Duration
+	Event      int
 }
 
 // WriteMark is one protected write at the time the resource answered.
@@ -166,6 +186,19 @@ func timelineOf(a *analysis, res Results) Timeline {
 		lease.Anomalies = involved[l.op]
 		t.Leases = append(t.Leases, lease)
 	}
+	for _, o := range a.ops {
+		if o.F != history.Acquire || o.Type == history.OK || o.Final {
+			continue
+		}
+		at := Attempt{Client: o.Client, Outcome: o.Type, Start: o.InvokedAt(), End: o.DoneAt(), Event: a.events[o.Inv].Index}
+		if o.Type == history.Info {
+			at.End = max(at.End, o.InvokedAt()+time.Duration(o.TTLMs)*time.Millisecond)
+		}
+		if at.End < at.Start {
+			at.End = at.Start
+		}
+		t.Attempts = append(t.Attempts, at)
+	}
 	for i, o := range a.ops {
 		if o.F != history.Write || o.Done < 0 {
 			continue
@@ -254,12 +287,35 @@ func (a *analysis) latest(ops []int, kind string) int {
 	return best
 }
 
+// Answers: how an operation came back, as the latency and rate plots
+// tell them apart. A busy answer is ordinary contention, the lock's own
+// "held by another", not an error; fail is every other failure (an
+// error, a rejection, "not held"); info a timeout or a lost answer.
+const (
+	AnswerOK   = history.OK
+	AnswerBusy = "busy"
+	AnswerFail = history.Fail
+	AnswerInfo = history.Info
+)
+
+// answers in the order plots list them.
+var answers = []string{AnswerOK, AnswerBusy, AnswerFail, AnswerInfo}
+
+// answer is how o came back (see AnswerBusy).
+func answer(o *opInfo) string {
+	if o.Type == history.Fail && o.F == history.Acquire && o.AboutTheLock() {
+		return AnswerBusy
+	}
+	return o.Type
+}
+
 // LatencyPoint is one finished operation.
 type LatencyPoint struct {
 	Client  int
 	At      time.Duration // invoke
 	Latency time.Duration
 	Kind    string
+	// Outcome is its answer: AnswerOK, AnswerBusy, AnswerFail, AnswerInfo.
 	Outcome string
 }
 
@@ -276,27 +332,36 @@ func LatencyData(events []history.Event) Latency { return latencyOf(analyse(even
 
 func latencyOf(a *analysis) Latency {
 	l := Latency{Bands: a.bands, End: a.end}
-	for _, o := range a.ops {
+	for i := range a.ops {
+		o := &a.ops[i]
 		if o.Done < 0 {
 			continue
 		}
 		l.Points = append(l.Points, LatencyPoint{Client: o.Client, At: o.InvokedAt(), Latency: o.DoneAt() - o.InvokedAt(),
-			Kind: o.F, Outcome: o.Type})
+			Kind: o.F, Outcome: answer(o)})
 	}
 	return l
 }
 
-// Outcomes in the order plots list them.
-var outcomes = []string{history.OK, history.Fail, history.Info}
-
-// Rate is the data rate.png draws: completions per bin by outcome.
+// Rate is the data rate.png draws: completions per bin, by operation and
+// answer.
 type Rate struct {
 	Bin time.Duration
-	// Counts holds, per outcome, the completions in each bin.
-	Counts map[string][]int
+	// Series names each line, "acquire ok", "acquire busy", ..., in the
+	// order plots list them; Counts holds each one's completions per bin.
+	Series []RateSeries
 	Bands  []Band
 	End    time.Duration
 }
+
+// RateSeries is one operation kind's completions with one answer.
+type RateSeries struct {
+	Kind, Answer string
+	Counts       []int
+}
+
+// Name is the series as the legend shows it.
+func (s RateSeries) Name() string { return s.Kind + " " + s.Answer }
 
 // rateBins is about how many bins a rate plot has: enough to show a
 // short fault's dip, few enough that each bin holds a fair count.
@@ -323,29 +388,49 @@ func rateOf(a *analysis) Rate {
 		bin *= a.end/(bin*rateBins) + 1
 	}
 	nbins := int(a.end/bin) + 1
-	r := Rate{Bin: bin, Counts: map[string][]int{}, Bands: a.bands, End: a.end}
-	for _, oc := range outcomes {
-		r.Counts[oc] = make([]int, nbins)
-	}
-	for _, o := range a.ops {
+	r := Rate{Bin: bin, Bands: a.bands, End: a.end}
+	type series struct{ kind, answer string }
+	at := map[series]int{}
+	for i := range a.ops {
+		o := &a.ops[i]
 		if o.Done < 0 {
 			continue
 		}
-		if c, ok := r.Counts[o.Type]; ok {
-			c[int(o.DoneAt()/bin)]++
+		k := series{o.F, answer(o)}
+		j, ok := at[k]
+		if !ok {
+			j = len(r.Series)
+			at[k] = j
+			r.Series = append(r.Series, RateSeries{Kind: k.kind, Answer: k.answer, Counts: make([]int, nbins)})
 		}
+		r.Series[j].Counts[int(o.DoneAt()/bin)]++
 	}
+	rank := func(list []string, v string) int {
+		if i := slices.Index(list, v); i >= 0 {
+			return i
+		}
+		return len(list)
+	}
+	slices.SortFunc(r.Series, func(x, y RateSeries) int {
+		if c := rank(kinds, x.Kind) - rank(kinds, y.Kind); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.Kind, y.Kind); c != 0 {
+			return c
+		}
+		return rank(answers, x.Answer) - rank(answers, y.Answer)
+	})
 	return r
 }
 
-// PerSecond is bin i's rate for an outcome. The last bin is cut short by
-// the end of the history and is divided by what it covers.
-func (r Rate) PerSecond(outcome string, i int) float64 {
+// PerSecond is bin i's rate for series j. The last bin is cut short by the
+// end of the history and is divided by what it covers.
+func (r Rate) PerSecond(j, i int) float64 {
 	width := r.Bin
 	if end := time.Duration(i+1) * r.Bin; end > r.End {
 		width = max(r.End-time.Duration(i)*r.Bin, time.Millisecond)
 	}
-	return float64(r.Counts[outcome][i]) / width.Seconds()
+	return float64(r.Series[j].Counts[i]) / width.Seconds()
 }
 
 // analysis is one pass over a history that the plots and stories share:
@@ -359,12 +444,16 @@ type analysis struct {
 	opAt    map[int]int
 	leases  []*leaseInfo
 	leaseOf map[int]*leaseInfo // acquire op -> its lease
-	bands   []Band
-	end     time.Duration
+	// seen is where each grant was found just after it (history.GrantSeen).
+	seen  map[grantKey]*history.Event
+	bands []Band
+	end   time.Duration
 }
 
 // opInfo is one client operation (see history.Op).
 type opInfo = history.Op
+
+type grantKey struct{ key, token string }
 
 type leaseInfo struct {
 	Lease
@@ -373,10 +462,16 @@ type leaseInfo struct {
 
 func analyse(events []history.Event) *analysis {
 	a := &analysis{events: events, at: make(map[int]int, len(events)), opAt: make(map[int]int, len(events)),
-		leaseOf: map[int]*leaseInfo{}}
+		leaseOf: map[int]*leaseInfo{}, seen: map[grantKey]*history.Event{}}
 	for i := range events {
-		a.at[events[i].Index] = i
-		a.end = max(a.end, events[i].At())
+		e := &events[i]
+		a.at[e.Index] = i
+		a.end = max(a.end, e.At())
+		if e.IsNemesis() && e.F == history.GrantSeen {
+			if k := (grantKey{e.Key, e.Token}); a.seen[k] == nil {
+				a.seen[k] = e
+			}
+		}
 	}
 	// A malformed history (which the checker reports) still draws what
 	// could be paired.
@@ -419,6 +514,12 @@ func (a *analysis) buildLeases() {
 			}
 		}
 		l.ValidUntil = validity(o)
+		if seen := a.seen[grantKey{o.Key, o.Token}]; seen != nil && o.Token != "" {
+			l.Seen = true
+			if seen.Target != "" {
+				l.Nodes = strings.Split(seen.Target, ",")
+			}
+		}
 		if o.Token != "" {
 			for _, u := range byToken[tk{o.Key, o.Token}] {
 				uo := a.ops[u]
@@ -480,7 +581,9 @@ func faultBands(events []history.Event, end time.Duration) []Band {
 		bands = append(bands, b)
 	}
 	for i := range events {
-		if e := &events[i]; e.IsNemesis() && e.Phase == history.Instant {
+		// Where each grant was found is told with its lease, not drawn as
+		// an instant of its own: there is one per grant.
+		if e := &events[i]; e.IsNemesis() && e.Phase == history.Instant && e.F != history.GrantSeen {
 			bands = append(bands, Band{Fault: e.F, Target: e.Target, Detail: e.Detail, Start: e.At(), End: e.At(),
 				StartEvent: e.Index, EndEvent: e.Index, Observed: true})
 		}

@@ -149,20 +149,31 @@ func TestLatencyAndRateData(t *testing.T) {
 	}
 
 	r := RateData(events)
-	if r.Bin != 100*time.Millisecond || len(r.Counts[history.OK]) != 37 {
-		t.Errorf("bin %v, %d bins", r.Bin, len(r.Counts[history.OK]))
+	if r.Bin != 100*time.Millisecond || len(r.Series) == 0 || len(r.Series[0].Counts) != 37 {
+		t.Errorf("bin %v, series %+v", r.Bin, r.Series)
 	}
 	total := map[string]int{}
-	for _, oc := range outcomes {
-		for _, n := range r.Counts[oc] {
-			total[oc] += n
+	okAt := -1
+	for j, sr := range r.Series {
+		for _, n := range sr.Counts {
+			total[sr.Name()] += n
+		}
+		if sr.Kind == history.Write && sr.Answer == AnswerOK {
+			okAt = j
 		}
 	}
-	if want := map[string]int{history.OK: 8, history.Fail: 4, history.Info: 1}; !reflect.DeepEqual(total, want) {
+	// 8 ok, 4 fail (the two refused acquires busy), 1 info.
+	want := map[string]int{"acquire ok": 5, "acquire busy": 2, "release ok": 1, "release fail": 1,
+		"write ok": 2, "write fail": 1, "write info": 1}
+	if !reflect.DeepEqual(total, want) {
 		t.Errorf("completions %v, want %v", total, want)
 	}
-	// 2.001 s lands in bin 20, alone: ten per second over a 100 ms bin.
-	if got := r.PerSecond(history.OK, 20); got != 10 {
+	// The paused write's 2.001 s lands in bin 20, alone: ten per second
+	// over a 100 ms bin.
+	if okAt < 0 {
+		t.Fatal("no write ok series")
+	}
+	if got := r.PerSecond(okAt, 20); got != 10 {
 		t.Errorf("rate in bin 20 = %v", got)
 	}
 }

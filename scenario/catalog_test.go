@@ -1,10 +1,12 @@
 package scenario
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/reports"
 )
 
@@ -55,25 +57,58 @@ func TestExpectations(t *testing.T) {
 
 func runEntry(t *testing.T, name string, seed int64) reports.Results {
 	t.Helper()
+	return runEntryOutcome(t, name, seed).Results
+}
+
+func runEntryOutcome(t *testing.T, name string, seed int64) Outcome {
+	t.Helper()
 	needSentinel(t)
 	e, err := Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Spec.Seed = seed
-	r := run(t, e.Spec)
-	if ok, why := e.Expect.Met(r); !ok {
-		t.Errorf("%s seed %d: expectation %q not met: %s; anomalies %v, notes %v", name, seed, e.Expect, why, r.Anomalies, r.Checker.Notes)
+	out := runOutcome(t, e.Spec)
+	if ok, why := e.Expect.Met(out.Results); !ok {
+		t.Errorf("%s seed %d: expectation %q not met: %s; anomalies %v, notes %v", name, seed, e.Expect, why, out.Results.Anomalies, out.Results.Checker.Notes)
 	}
-	return r
+	return out
 }
 
 // The headline case: a lock granted on a primary whose replication is held
-// back is lost in the failover, and granted again.
+// back is lost in the failover, and granted again; the report says so, from
+// where the harness found each grant.
 func TestFailoverDoubleGrant(t *testing.T) {
-	r := runEntry(t, "failover-double-grant", 1)
-	if r.Faults["switch-master"] != 0 {
-		t.Errorf("switch-master counted as a fault window: %v", r.Faults)
+	out := runEntryOutcome(t, "failover-double-grant", 1)
+	r := out.Results
+	if r.Faults["switch-master"] != 0 || r.Faults[history.GrantSeen] != 0 {
+		t.Errorf("observations counted as fault windows: %v", r.Faults)
+	}
+	events, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range events {
+		if e.F == history.GrantSeen {
+			seen++
+		}
+	}
+	if seen == 0 {
+		t.Error("no grant-seen observation in the history")
+	}
+	var causes []string
+	for _, f := range r.Checker.Findings {
+		if f.Anomaly == checker.DoubleGrant {
+			causes = append(causes, reports.Causes(events, f)...)
+		}
+	}
+	told := false
+	for _, c := range causes {
+		told = told || strings.Contains(c, "was promoted (switch-master") && strings.Contains(c, "had not replicated to it")
+	}
+	if !told {
+		t.Errorf("no double grant's causes name the promotion of an unreplicated grant: %q", causes)
 	}
 }
 

@@ -64,6 +64,12 @@ func spec(lock, nemesis string, limit time.Duration, seed int64) Spec {
 // run carries out a run and checks that nothing it started is left.
 func run(t *testing.T, s Spec) reports.Results {
 	t.Helper()
+	return runOutcome(t, s).Results
+}
+
+// runOutcome is run, with where the run was written.
+func runOutcome(t *testing.T, s Spec) Outcome {
+	t.Helper()
 	needRedis(t)
 	t.Cleanup(proc.KillAll)
 	out, err := RunSpec(context.Background(), s, Options{Store: t.TempDir(), WorkerBin: workerBin})
@@ -79,7 +85,7 @@ func run(t *testing.T, s Spec) reports.Results {
 		}
 	}
 	t.Logf("%s seed %d: %v liveness=%s", s.DefaultName(), s.Seed, out.Results.Valid, out.Results.Checker.Liveness)
-	return out.Results
+	return out
 }
 
 func wantAnomaly(t *testing.T, r reports.Results, name string) {

@@ -1,0 +1,205 @@
+package reports
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+// Causes says in words what made a finding possible, from the history
+// alone: a replica promoted while a grant had not reached it, a node that
+// restarted empty, a fence counter that went back, a clock moved, a client
+// frozen past its lease. Each sentence rests on events the page shows; a
+// finding no rule explains gets the faults around it, and one without
+// faults none.
+func Causes(events []history.Event, f checker.Finding) []string {
+	return analyse(events).causes(f)
+}
+
+func (a *analysis) causes(f checker.Finding) []string {
+	from, to, ok := a.span(f)
+	if !ok {
+		return nil
+	}
+	ops := a.findingOps(f)
+	var leases []*leaseInfo
+	for _, o := range ops {
+		if l := a.leaseOf[o]; l != nil {
+			leases = append(leases, l)
+		}
+	}
+	// The finding's reach: its events and the leases it involves, as their
+	// clients believed them.
+	for _, l := range leases {
+		from, to = min(from, l.Start), max(to, l.End)
+	}
+	var out []string
+	explained := map[int]bool{} // bands a sentence already tells
+	for _, l := range leases {
+		out = append(out, a.unreplicated(l, explained)...)
+	}
+	out = append(out, a.emptyRestarts(from, to, explained)...)
+	out = append(out, a.fenceWentBack(f, ops)...)
+	out = append(out, a.clockMoves(from, to, explained)...)
+	out = append(out, a.frozenClients(ops, from, to, explained)...)
+	if len(out) > 0 {
+		return out
+	}
+	for i, b := range a.bands {
+		if b.Observed || b.Start > to || b.End < from || explained[i] {
+			continue
+		}
+		s := fmt.Sprintf("%s, %s to %s", b.Label(), secs(b.Start), secs(b.End))
+		if b.Detail != "" {
+			s += ": " + b.Detail
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// roleChange reports whether an observed instant is a primary switch, and
+// the node promoted.
+func roleChange(b Band) (string, bool) {
+	switch b.Fault {
+	case "switch-master", "slot-owner":
+		return nodeName(b.Target), b.Target != ""
+	}
+	return "", false
+}
+
+// nodeName is the node a target names: "n1 (lock:a, shard 2)" is n1.
+func nodeName(target string) string {
+	name, _, _ := strings.Cut(target, " ")
+	return name
+}
+
+// unreplicated tells each promotion, while l's client still believed in
+// it, of a node its grant was not found on.
+func (a *analysis) unreplicated(l *leaseInfo, explained map[int]bool) []string {
+	var out []string
+	for i, b := range a.bands {
+		promoted, ok := roleChange(b)
+		if !b.Observed || !ok || b.Start < l.Start || b.Start > l.End {
+			continue
+		}
+		grant := fmt.Sprintf("client %d's grant of %s", l.Client, secs(l.Start))
+		switch {
+		case !l.Seen:
+			out = append(out, fmt.Sprintf("%s was promoted (%s at %s) while %s was still believed: the harness did not look where that grant lived, so whether it had replicated is not known",
+				promoted, b.Fault, secs(b.Start), grant))
+		case slices.Contains(l.Nodes, promoted):
+			continue
+		case len(l.Nodes) == 0:
+			out = append(out, fmt.Sprintf("%s was promoted (%s at %s) while %s, found on no node just after it, was still believed",
+				promoted, b.Fault, secs(b.Start), grant))
+		default:
+			out = append(out, fmt.Sprintf("%s was promoted (%s at %s) while %s had not replicated to it: just after the grant it was on %s only",
+				promoted, b.Fault, secs(b.Start), grant, strings.Join(l.Nodes, " and ")))
+		}
+		explained[i] = true
+	}
+	return out
+}
+
+// emptyRestarts tells each node that came back without its keys within
+// [from, to].
+func (a *analysis) emptyRestarts(from, to time.Duration, explained map[int]bool) []string {
+	var out []string
+	for i, b := range a.bands {
+		at := strings.Index(b.Detail, "restarted empty")
+		if b.Observed || b.Open || at < 0 || b.End < from || b.End > to {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s at %s (%s): every grant it held was forgotten",
+			nodeName(b.Target), b.Detail[at:], secs(b.End), b.Fault))
+		explained[i] = true
+	}
+	return out
+}
+
+// fenceWentBack tells a grant of the finding whose fence is no higher than
+// an earlier grant's on the same key: the counter that draws fences
+// started again.
+func (a *analysis) fenceWentBack(f checker.Finding, ops []int) []string {
+	var out []string
+	for _, o := range ops {
+		g := a.ops[o]
+		if g.F != history.Acquire || g.Type != history.OK || g.Fence == 0 {
+			continue
+		}
+		var prior *leaseInfo
+		for _, l := range a.leases {
+			if l.Key == g.Key && l.Fence >= g.Fence && l.Start < g.DoneAt() && (prior == nil || l.Fence > prior.Fence) {
+				prior = l
+			}
+		}
+		if prior == nil {
+			continue
+		}
+		s := fmt.Sprintf("the fence counter went back: client %d's grant at %s carried fence %d, after fence %d at %s",
+			g.Client, secs(g.DoneAt()), g.Fence, prior.Fence, secs(prior.Start))
+		for _, b := range a.bands {
+			if strings.Contains(b.Detail, "restarted empty") && b.End > prior.Start && b.End < g.DoneAt() {
+				s += fmt.Sprintf(", because %s lost its keys when it restarted empty at %s", nodeName(b.Target), secs(b.End))
+				break
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// clockMoves tells each clock fault within [from, to]: how far the node's
+// clock was from true time.
+func (a *analysis) clockMoves(from, to time.Duration, explained map[int]bool) []string {
+	var out []string
+	for i, b := range a.bands {
+		if b.Observed || !strings.HasPrefix(b.Fault, "clock-") || b.Start > to || b.End < from {
+			continue
+		}
+		by, _, _ := strings.Cut(b.Detail, ";")
+		d, err := time.ParseDuration(strings.TrimPrefix(by, "+"))
+		var s string
+		switch {
+		case b.Fault == "clock-jump" && err == nil && d > 0:
+			s = fmt.Sprintf("%s's clock was %v ahead (%s, %s to %s): leases it held expired early there", nodeName(b.Target), d, b.Fault, secs(b.Start), secs(b.End))
+		case b.Fault == "clock-jump" && err == nil && d < 0:
+			s = fmt.Sprintf("%s's clock was %v behind (%s, %s to %s): leases it granted meanwhile outlived their ttl", nodeName(b.Target), -d, b.Fault, secs(b.Start), secs(b.End))
+		default:
+			s = fmt.Sprintf("%s's clock was moved (%s, %s to %s: %s)", nodeName(b.Target), b.Fault, secs(b.Start), secs(b.End), b.Detail)
+		}
+		out = append(out, s)
+		explained[i] = true
+	}
+	return out
+}
+
+// frozenClients tells each client of the finding that a fault froze within
+// [from, to], and whether it outlived its lease's validity frozen.
+func (a *analysis) frozenClients(ops []int, from, to time.Duration, explained map[int]bool) []string {
+	involved := map[string]bool{}
+	for _, o := range ops {
+		involved[fmt.Sprintf("client %d", a.ops[o].Client)] = true
+	}
+	var out []string
+	for i, b := range a.bands {
+		if b.Observed || !involved[b.Target] || !strings.HasPrefix(b.Detail, "frozen") || b.Start > to || b.End < from {
+			continue
+		}
+		s := fmt.Sprintf("%s was %s (%s, %s to %s)", b.Target, strings.SplitN(b.Detail, ";", 2)[0], b.Fault, secs(b.Start), secs(b.End))
+		for _, l := range a.leases {
+			if fmt.Sprintf("client %d", l.Client) == b.Target && l.ValidUntil > b.Start && l.ValidUntil < b.End && l.Start < b.Start {
+				s += fmt.Sprintf(": its lease's validity ran out at %s while it could not know", secs(l.ValidUntil))
+				break
+			}
+		}
+		out = append(out, s)
+		explained[i] = true
+	}
+	return out
+}

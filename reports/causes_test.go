@@ -1,0 +1,143 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+// failover is a failover-double-grant as the harness records it: client 0
+// is granted the lock on n1 while n1 is cut from its replicas, the probe
+// finds the grant on n1 (on n1 and n2 when replicated is set), n2 is
+// promoted, and client 1 is granted the lock on n2 while client 0 still
+// holds it.
+func failover(replicated bool) ([]history.Event, checker.Finding) {
+	var b builder
+	b.at(0.500, fault("partition-primary", history.Start, "n1", "cut from its replicas and peers and client 1"))
+	a := b.at(1.000, acq(history.Invoke, 0, 0, "a0"))
+	b.at(1.002, acq(history.OK, 0, 0, "a0"))
+	holders, answers := "n1", "on n1; absent on n2; absent on n3"
+	if replicated {
+		holders, answers = "n1,n2", "on n1; on n2; absent on n3"
+	}
+	b.at(1.003, with(fault(history.GrantSeen, history.Instant, holders, "client 0's grant (event 2): "+answers),
+		func(e *history.Event) { e.Key, e.Token = "lock:orders", "a0" }))
+	b.at(3.000, fault("switch-master", history.Instant, "n2", "n2 replaced n1 as primary"))
+	b.at(3.100, acq(history.Invoke, 1, 1, "b0"))
+	g := b.at(3.102, acq(history.OK, 1, 1, "b0"))
+	b.at(3.103, with(fault(history.GrantSeen, history.Instant, "n2", "client 1's grant (event 6): absent on n1; on n2; absent on n3"),
+		func(e *history.Event) { e.Key, e.Token = "lock:orders", "b0" }))
+	b.at(3.500, fault("partition-primary", history.End, "n1", "healed"))
+	r := b.at(3.600, op(history.Invoke, history.Release, 0, 0, "a0"))
+	b.at(3.601, op(history.OK, history.Release, 0, 0, "a0"))
+	return b.events, checker.Finding{Anomaly: checker.DoubleGrant, Key: "lock:orders", Events: []int{a, a + 1, g - 1, g, r}}
+}
+
+func TestCausesNameThePromotionOfAnUnreplicatedGrant(t *testing.T) {
+	events, f := failover(false)
+	causes := Causes(events, f)
+	want := "n2 was promoted (switch-master at 3.000 s) while client 0's grant of 1.002 s had not replicated to it: just after the grant it was on n1 only"
+	if len(causes) != 1 || causes[0] != want {
+		t.Errorf("causes %q, want [%q]", causes, want)
+	}
+	// The story tells where each grant was found.
+	var told bool
+	for _, l := range Story(events, f) {
+		told = told || strings.Contains(l.Text, "just after, on n1; absent on n2; absent on n3")
+	}
+	if !told {
+		t.Errorf("the story does not say where client 0's grant was found: %v", Story(events, f))
+	}
+
+	// A grant found on the promoted replica is no such cause: the faults
+	// around it are all that is said.
+	events, f = failover(true)
+	causes = Causes(events, f)
+	if len(causes) != 1 || !strings.HasPrefix(causes[0], "partition-primary n1, 0.500 s to 3.500 s") {
+		t.Errorf("a replicated grant's causes: %q", causes)
+	}
+}
+
+func TestCausesNameAnEmptyRestartAndTheFenceGoingBack(t *testing.T) {
+	var b builder
+	a := b.at(1.000, acq(history.Invoke, 0, 0, "a0"))
+	b.at(1.002, with(acq(history.OK, 0, 0, "a0"), func(e *history.Event) { e.Fence = 14 }))
+	b.at(1.003, fault("kill-node", history.Start, "n1", "client 0 just acquired; restart in 37ms"))
+	b.at(1.040, fault("kill-node", history.End, "n1", "restarted empty (0 keys; persistence none)"))
+	b.at(1.100, acq(history.Invoke, 1, 1, "b0"))
+	g := b.at(1.102, with(acq(history.OK, 1, 1, "b0"), func(e *history.Event) { e.Fence = 1 }))
+	r := b.at(1.500, op(history.Invoke, history.Release, 0, 0, "a0"))
+	b.at(1.501, op(history.Fail, history.Release, 0, 0, "a0"))
+	f := checker.Finding{Anomaly: checker.DoubleGrant, Key: "lock:orders", Events: []int{a, a + 1, g - 1, g, r}}
+	got := strings.Join(Causes(b.events, f), "\n")
+	for _, want := range []string{
+		"n1 restarted empty (0 keys; persistence none) at 1.040 s (kill-node): every grant it held was forgotten",
+		"the fence counter went back: client 1's grant at 1.102 s carried fence 1, after fence 14 at 1.002 s, because n1 lost its keys when it restarted empty at 1.040 s",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("causes\n%s\nlack %q", got, want)
+		}
+	}
+
+	// With persistence the node keeps its keys, and nothing is said of
+	// it beyond the fault.
+	b.events[3].Detail = "restarted with 2 keys (persistence aof-always)"
+	if got := strings.Join(Causes(b.events, f), "\n"); strings.Contains(got, "forgotten") || strings.Contains(got, "lost its keys") {
+		t.Errorf("a restart with its keys is told as empty: %s", got)
+	}
+}
+
+func TestCausesNameAClockJump(t *testing.T) {
+	var b builder
+	a := b.at(1.000, acq(history.Invoke, 0, 0, "a0"))
+	b.at(1.002, acq(history.OK, 0, 0, "a0"))
+	b.at(1.003, fault("clock-jump", history.Start, "n3", "+6s; client 0 just acquired"))
+	b.at(1.100, acq(history.Invoke, 1, 1, "b0"))
+	g := b.at(1.102, acq(history.OK, 1, 1, "b0"))
+	b.at(4.000, fault("clock-jump", history.End, "n3", "back to +0s"))
+	f := checker.Finding{Anomaly: checker.DoubleGrant, Key: "lock:orders", Events: []int{a, a + 1, g - 1, g}}
+	causes := Causes(b.events, f)
+	want := "n3's clock was 6s ahead (clock-jump, 1.003 s to 4.000 s): leases it held expired early there"
+	if len(causes) != 1 || causes[0] != want {
+		t.Errorf("causes %q, want [%q]", causes, want)
+	}
+}
+
+func TestTimelineNamesWhereEachGrantWasFound(t *testing.T) {
+	events, f := failover(false)
+	tl := TimelineData(events, Results{Checker: CheckerReport{Findings: []checker.Finding{f}}})
+	nodes := map[string]string{}
+	for _, l := range tl.Leases {
+		if !l.Seen {
+			t.Errorf("lease %s is not marked as looked for", l.Token)
+		}
+		nodes[l.Token] = strings.Join(l.Nodes, ",")
+	}
+	if nodes["a0"] != "n1" || nodes["b0"] != "n2" {
+		t.Errorf("grants found on %v, want a0 on n1 and b0 on n2", nodes)
+	}
+	for _, b := range tl.Bands {
+		if b.Fault == history.GrantSeen {
+			t.Errorf("a probe is drawn as an instant of its own: %+v", b)
+		}
+	}
+	if got := leaseLabels(tl.Leases[0]); len(got) == 0 || got[0] != "n1" {
+		t.Errorf("a0's bar says %q, want n1", got)
+	}
+
+	// The refused acquires are drawn faintly; none is of unknown outcome.
+	events, res := pausedHolder()
+	tl = TimelineData(events, res)
+	refused := 0
+	for _, a := range tl.Attempts {
+		if a.Outcome != history.Fail || a.End < a.Start {
+			t.Errorf("attempt %+v", a)
+		}
+		refused++
+	}
+	if refused != 2 {
+		t.Errorf("%d refused acquires drawn, want 2", refused)
+	}
+}

@@ -1,0 +1,206 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+)
+
+// TimelineHTMLMaxOps is the most operations timeline.html carries; past
+// it, a soak's page keeps every operation of an anomaly and those near
+// one, then every k-th of the rest, and says so.
+const TimelineHTMLMaxOps = 100_000
+
+// timelinePage is the data timeline.html draws, as its script reads it
+// (short keys: a soak's page carries a hundred thousand operations).
+type timelinePage struct {
+	Title     string            `json:"title"`
+	End       float64           `json:"end"`
+	Lanes     []htmlLane        `json:"lanes"`
+	Ops       []htmlOp          `json:"ops"`
+	Leases    []htmlLease       `json:"leases"`
+	Faults    []htmlFault       `json:"faults"`
+	Anomalies []htmlAnomaly     `json:"anomalies"`
+	Note      string            `json:"note,omitempty"`
+	Colors    map[string]string `json:"colors"`
+}
+
+type htmlLane struct {
+	Client int    `json:"c"`
+	Label  string `json:"label"`
+}
+
+// htmlOp is one operation: times in seconds; End is null while unfinished.
+type htmlOp struct {
+	Client  int      `json:"c"`
+	Process string   `json:"p"`
+	F       string   `json:"f"`
+	Key     string   `json:"k,omitempty"`
+	Token   string   `json:"t,omitempty"`
+	Fence   int64    `json:"fe,omitempty"`
+	Nodes   string   `json:"n,omitempty"`
+	Start   float64  `json:"s"`
+	End     *float64 `json:"e"`
+	Answer  string   `json:"a"`
+	Error   string   `json:"err,omitempty"`
+	Events  []int    `json:"ev"`
+	In      []string `json:"an,omitempty"`
+}
+
+type htmlLease struct {
+	Client     int      `json:"c"`
+	Process    string   `json:"p"`
+	Key        string   `json:"k"`
+	Token      string   `json:"t"`
+	Fence      int64    `json:"fe,omitempty"`
+	Nodes      string   `json:"n,omitempty"`
+	Seen       bool     `json:"seen,omitempty"`
+	Start      float64  `json:"s"`
+	End        float64  `json:"e"`
+	EndBy      string   `json:"by"`
+	ValidUntil float64  `json:"vu,omitempty"`
+	Event      int      `json:"ev"`
+	In         []string `json:"an,omitempty"`
+}
+
+type htmlFault struct {
+	Fault    string  `json:"f"`
+	Target   string  `json:"tg,omitempty"`
+	Detail   string  `json:"d,omitempty"`
+	Start    float64 `json:"s"`
+	End      float64 `json:"e"`
+	Observed bool    `json:"obs,omitempty"`
+	Open     bool    `json:"open,omitempty"`
+}
+
+type htmlAnomaly struct {
+	Label   string  `json:"label"`
+	Anomaly string  `json:"a"`
+	Start   float64 `json:"s"`
+	End     float64 `json:"e"`
+}
+
+// WriteTimelineHTML writes timeline.html: the timeline as a page of its
+// own, with no external asset, that shows every operation's details on
+// hover and zooms on a window. #e<index> in its address opens the
+// operation or lease of that history event, as a hover would.
+func WriteTimelineHTML(w io.Writer, name string, a *analysis, t Timeline, res Results) error {
+	p := timelinePage{Title: name, End: t.End.Seconds(), Colors: map[string]string{}}
+	for oc, c := range outcomeColor {
+		p.Colors[oc] = fmt.Sprintf("rgb(%d,%d,%d)", c.R, c.G, c.B)
+	}
+	for _, l := range t.Lanes {
+		p.Lanes = append(p.Lanes, htmlLane{Client: l.Client, Label: l.Label})
+	}
+	// Which findings each op belongs to, as "#n anomaly".
+	in := map[int][]string{}
+	for fi, f := range res.Checker.Findings {
+		label := fmt.Sprintf("#%d %s", fi+1, f.Anomaly)
+		for _, o := range a.findingOps(f) {
+			in[o] = append(in[o], label)
+		}
+	}
+	for _, s := range t.RedSpans {
+		if s.Client < 0 {
+			p.Anomalies = append(p.Anomalies, htmlAnomaly{Label: s.Label, Anomaly: s.Anomaly, Start: s.Start.Seconds(), End: s.End.Seconds()})
+		}
+	}
+	keep, note := a.opsToDraw(t, in)
+	p.Note = note
+	for _, i := range keep {
+		o := &a.ops[i]
+		op := htmlOp{Client: o.Client, Process: o.Process.String(), F: o.F, Key: o.Key, Token: o.Token, Fence: o.Fence,
+			Start: o.InvokedAt().Seconds(), Answer: answer(o), Error: o.Error, Events: []int{a.events[o.Inv].Index}, In: in[i]}
+		if o.Finished() {
+			e := o.DoneAt().Seconds()
+			op.End = &e
+			op.Events = append(op.Events, a.events[o.Done].Index)
+		}
+		if l := a.leaseOf[i]; l != nil {
+			op.Nodes = strings.Join(l.Nodes, ", ")
+		}
+		p.Ops = append(p.Ops, op)
+	}
+	for _, l := range a.leases {
+		if len(p.Leases) >= TimelineHTMLMaxOps && len(in[l.op]) == 0 {
+			continue
+		}
+		hl := htmlLease{Client: l.Client, Process: l.Process.String(), Key: l.Key, Token: l.Token, Fence: l.Fence,
+			Nodes: strings.Join(l.Nodes, ", "), Seen: l.Seen, Start: l.Start.Seconds(), End: l.End.Seconds(), EndBy: l.EndBy,
+			Event: l.Event, In: in[l.op]}
+		if l.ValidUntil > 0 {
+			hl.ValidUntil = l.ValidUntil.Seconds()
+		}
+		p.Leases = append(p.Leases, hl)
+	}
+	for _, b := range t.Bands {
+		p.Faults = append(p.Faults, htmlFault{Fault: b.Fault, Target: b.Target, Detail: b.Detail,
+			Start: b.Start.Seconds(), End: b.End.Seconds(), Observed: b.Observed, Open: b.Open})
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return templates.ExecuteTemplate(w, "timeline.html", struct {
+		Title string
+		Data  template.JS
+	}{name, template.JS(safeJSON(data))})
+}
+
+// safeJSON keeps JSON from closing the script element it is embedded in.
+func safeJSON(b []byte) string {
+	return strings.NewReplacer("</", `<\/`, "<!--", `<\!--`).Replace(string(b))
+}
+
+// opsToDraw picks the operations the page carries: all of them, or for a
+// soak every operation of an anomaly and those within a second of one,
+// then every k-th of the rest; note says which when it is not all.
+func (a *analysis) opsToDraw(t Timeline, in map[int][]string) (keep []int, note string) {
+	if len(a.ops) <= TimelineHTMLMaxOps {
+		keep = make([]int, len(a.ops))
+		for i := range keep {
+			keep[i] = i
+		}
+		return keep, ""
+	}
+	near := func(o *opInfo) bool {
+		for _, s := range t.RedSpans {
+			if s.Client < 0 && o.InvokedAt() >= s.Start-time.Second && o.InvokedAt() <= s.End+time.Second {
+				return true
+			}
+		}
+		return false
+	}
+	chosen := make([]bool, len(a.ops))
+	n := 0
+	for i := range a.ops {
+		if len(in[i]) > 0 || near(&a.ops[i]) {
+			chosen[i] = true
+			n++
+		}
+	}
+	if rest := TimelineHTMLMaxOps - n; rest > 0 {
+		stride := (len(a.ops)-n)/rest + 1
+		k := 0
+		for i := range a.ops {
+			if !chosen[i] {
+				if k%stride == 0 {
+					chosen[i] = true
+				}
+				k++
+			}
+		}
+	}
+	for i, c := range chosen {
+		if c {
+			keep = append(keep, i)
+		}
+	}
+	return keep, fmt.Sprintf("%d of %d operations shown: every one of an anomaly and within a second of one, then a sample of the rest; of the leases, every one of an anomaly and the first %d", len(keep), len(a.ops), TimelineHTMLMaxOps)
+}
+
+// timelineHTMLFile is where Render writes the page.
+const timelineHTMLFile = "timeline.html"
