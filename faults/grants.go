@@ -77,11 +77,13 @@ func WatchGrants(cl *cluster.Cluster, rec *history.Recorder, storeKey func(strin
 	}
 }
 
-// probeGrant asks every data node, at once, for key, and returns the nodes
-// whose value is or carries token, and what each answered.
+// probeGrant asks every data node, at once, for key and for its role, and
+// returns the nodes whose value is or carries token, primaries first, and
+// what each answered ("on n1 (primary)", "absent on n2 (replica)").
 func probeGrant(cl *cluster.Cluster, key, token string) (holders []string, detail string) {
 	answers := make([]string, len(cl.Nodes))
 	held := make([]bool, len(cl.Nodes))
+	primary := make([]bool, len(cl.Nodes))
 	var wg sync.WaitGroup
 	for i, n := range cl.Nodes {
 		wg.Add(1)
@@ -91,24 +93,39 @@ func probeGrant(cl *cluster.Cluster, key, token string) (holders []string, detai
 			defer cancel()
 			v, err := cl.Do(ctx, n, "GET", key)
 			s, _ := v.(string)
+			role := ""
+			if err == nil || errors.Is(err, redis.Nil) {
+				if r, rerr := cl.Do(ctx, n, "ROLE"); rerr == nil {
+					if parts, ok := r.([]any); ok && len(parts) > 0 {
+						if name, ok := parts[0].(string); ok {
+							role = " (" + strings.NewReplacer("master", "primary", "slave", "replica").Replace(name) + ")"
+							primary[i] = name == "master"
+						}
+					}
+				}
+			}
+			var answer string
 			switch {
 			case errors.Is(err, redis.Nil):
-				answers[i] = "absent on " + n.Name()
+				answer = "absent on " + n.Name()
 			case err != nil && strings.HasPrefix(err.Error(), "MOVED"):
-				answers[i] = n.Name() + " does not serve the key"
+				answer = n.Name() + " does not serve the key"
 			case err != nil:
-				answers[i] = n.Name() + " did not answer"
+				answer = n.Name() + " did not answer"
 			case s == token || strings.Contains(s, token):
-				answers[i], held[i] = "on "+n.Name(), true
+				answer, held[i] = "on "+n.Name(), true
 			default:
-				answers[i] = "another value on " + n.Name()
+				answer = "another value on " + n.Name()
 			}
+			answers[i] = answer + role
 		}()
 	}
 	wg.Wait()
-	for i, n := range cl.Nodes {
-		if held[i] {
-			holders = append(holders, n.Name())
+	for _, first := range []bool{true, false} {
+		for i, n := range cl.Nodes {
+			if held[i] && primary[i] == first {
+				holders = append(holders, n.Name())
+			}
 		}
 	}
 	return holders, strings.Join(answers, "; ")

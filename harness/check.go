@@ -39,6 +39,10 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 			"and index.html in DIR. Exits 0 once everything is written.")
 	}
 	timeout := c.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
+	single := new(bool)
+	if render {
+		single = c.Bool("single-file", false, "also write DIR/"+reports.SingleFile+": the page with its plots inside it, one file to paste into a review")
+	}
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human summary goes to stderr)")
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
@@ -98,7 +102,13 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		fmt.Fprintf(stderr, "harness %s: %s: %v\n", name, histPath, err)
 		return exitHarness
 	}
-	if err := reports.WriteRunFrom(dir, histPath, res, render); err != nil {
+	write := reports.WriteRunFrom
+	if *single {
+		write = func(dir, histPath string, res reports.Results, _ bool) error {
+			return reports.WriteRunSingleFile(dir, histPath, res)
+		}
+	}
+	if err := write(dir, histPath, res, render); err != nil {
 		fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 		return exitHarness
 	}
@@ -108,6 +118,9 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	}
 	if render {
 		fmt.Fprintf(human, "  report      %s\n", filepath.Join(dir, "index.html"))
+		if *single {
+			fmt.Fprintf(human, "  one file    %s\n", filepath.Join(dir, reports.SingleFile))
+		}
 		return 0
 	}
 	return res.Valid.ExitCode()

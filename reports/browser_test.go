@@ -71,7 +71,7 @@ func TestTimelineHTMLInBrowser(t *testing.T) {
 		tip = tip[:end]
 	}
 	t.Logf("hover: %s", tip)
-	for _, want := range []string{"<b>token</b> a0", "<b>node</b> n1", "in #1 double-grant"} {
+	for _, want := range []string{"<b>token</b> a0", "<b>node</b> n1 (primary)", "in #1 double-grant"} {
 		if !strings.Contains(tip, want) {
 			t.Errorf("the hover shows %q, lacking %q", tip, want)
 		}
@@ -105,4 +105,35 @@ func dumpDOM(t *testing.T, browser, url string) string {
 		t.Fatalf("%s: %v\n%s", browser, err, stderr.String())
 	}
 	return string(out)
+}
+
+// TestSingleFileStandsAlone copies report.html out of its run directory
+// and opens it in headless Chromium: every plot must still load, from the
+// page itself.
+func TestSingleFileStandsAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	browser := chromium(t)
+	events, res := pausedHolder()
+	dir := writeRun(t, t.TempDir(), "single-cad-pause-client", "20261129T120001", events, res)
+	if err := RenderPages(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, SingleFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(page), `src="data:image/png;base64,`); n != 3 {
+		t.Errorf("%d plots inlined, want 3", n)
+	}
+	alone := filepath.Join(t.TempDir(), "review.html")
+	if err := os.WriteFile(alone, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := dumpDOM(t, browser, "file://"+alone)
+	if !strings.Contains(dom, `data-loaded="all"`) || !strings.Contains(dom, ">INVALID<") {
+		i := strings.Index(dom, "<body")
+		t.Errorf("report.html alone does not show the verdict and every plot: %.300s", dom[max(i, 0):])
+	}
 }

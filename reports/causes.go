@@ -143,11 +143,16 @@ func (a *analysis) fenceWentBack(f checker.Finding, ops []int) []string {
 		}
 		s := fmt.Sprintf("the fence counter went back: client %d's grant at %s carried fence %d, after fence %d at %s",
 			g.Client, secs(g.DoneAt()), g.Fence, prior.Fence, secs(prior.Start))
-		for _, b := range a.bands {
+		// The last empty restart between the two grants is the one the
+		// later grant's counter started again from.
+		var restart *Band
+		for i, b := range a.bands {
 			if strings.Contains(b.Detail, "restarted empty") && b.End > prior.Start && b.End < g.DoneAt() {
-				s += fmt.Sprintf(", because %s lost its keys when it restarted empty at %s", nodeName(b.Target), secs(b.End))
-				break
+				restart = &a.bands[i]
 			}
+		}
+		if restart != nil {
+			s += fmt.Sprintf(", because %s lost its keys when it restarted empty at %s", nodeName(restart.Target), secs(restart.End))
 		}
 		out = append(out, s)
 	}

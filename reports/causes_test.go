@@ -18,16 +18,16 @@ func failover(replicated bool) ([]history.Event, checker.Finding) {
 	b.at(0.500, fault("partition-primary", history.Start, "n1", "cut from its replicas and peers and client 1"))
 	a := b.at(1.000, acq(history.Invoke, 0, 0, "a0"))
 	b.at(1.002, acq(history.OK, 0, 0, "a0"))
-	holders, answers := "n1", "on n1; absent on n2; absent on n3"
+	holders, answers := "n1", "on n1 (primary); absent on n2 (replica); absent on n3 (replica)"
 	if replicated {
-		holders, answers = "n1,n2", "on n1; on n2; absent on n3"
+		holders, answers = "n1,n2", "on n1 (primary); on n2 (replica); absent on n3 (replica)"
 	}
 	b.at(1.003, with(fault(history.GrantSeen, history.Instant, holders, "client 0's grant (event 2): "+answers),
 		func(e *history.Event) { e.Key, e.Token = "lock:orders", "a0" }))
 	b.at(3.000, fault("switch-master", history.Instant, "n2", "n2 replaced n1 as primary"))
 	b.at(3.100, acq(history.Invoke, 1, 1, "b0"))
 	g := b.at(3.102, acq(history.OK, 1, 1, "b0"))
-	b.at(3.103, with(fault(history.GrantSeen, history.Instant, "n2", "client 1's grant (event 6): absent on n1; on n2; absent on n3"),
+	b.at(3.103, with(fault(history.GrantSeen, history.Instant, "n2", "client 1's grant (event 6): another value on n1 (primary); on n2 (primary); absent on n3 (replica)"),
 		func(e *history.Event) { e.Key, e.Token = "lock:orders", "b0" }))
 	b.at(3.500, fault("partition-primary", history.End, "n1", "healed"))
 	r := b.at(3.600, op(history.Invoke, history.Release, 0, 0, "a0"))
@@ -45,7 +45,7 @@ func TestCausesNameThePromotionOfAnUnreplicatedGrant(t *testing.T) {
 	// The story tells where each grant was found.
 	var told bool
 	for _, l := range Story(events, f) {
-		told = told || strings.Contains(l.Text, "just after, on n1; absent on n2; absent on n3")
+		told = told || strings.Contains(l.Text, "just after, on n1 (primary); absent on n2 (replica); absent on n3 (replica)")
 	}
 	if !told {
 		t.Errorf("the story does not say where client 0's grant was found: %v", Story(events, f))
@@ -123,8 +123,22 @@ func TestTimelineNamesWhereEachGrantWasFound(t *testing.T) {
 			t.Errorf("a probe is drawn as an instant of its own: %+v", b)
 		}
 	}
-	if got := leaseLabels(tl.Leases[0]); len(got) == 0 || got[0] != "n1" {
-		t.Errorf("a0's bar says %q, want n1", got)
+	if got := leaseLabels(tl.Leases[0]); len(got) == 0 || got[0] != "n1 (primary)" {
+		t.Errorf("a0's bar says %q, want n1 (primary)", got)
+	}
+	// n1, cut off, and n2, promoted, both answer as primaries; b0 is on
+	// n2 only, so n2 granted it.
+	if tl.Leases[1].Primary != "n2" {
+		t.Errorf("b0 granted by %q, want n2", tl.Leases[1].Primary)
+	}
+	// A Redlock grant lives on several primaries: none is the one.
+	var b builder
+	b.at(0.1, acq(history.Invoke, 0, 0, "r0"))
+	b.at(0.2, acq(history.OK, 0, 0, "r0"))
+	b.at(0.3, with(fault(history.GrantSeen, history.Instant, "n1,n2,n3", "client 0's grant (event 1): on n1 (primary); on n2 (primary); on n3 (primary); absent on n4 (primary)"),
+		func(e *history.Event) { e.Key, e.Token = "lock:orders", "r0" }))
+	if l := TimelineData(b.events, Results{}).Leases[0]; l.Primary != "" || leaseLabels(l)[0] != "n1+n2+n3" {
+		t.Errorf("a Redlock grant: primary %q, labels %q", l.Primary, leaseLabels(l))
 	}
 
 	// The refused acquires are drawn faintly; none is of unknown outcome.

@@ -17,7 +17,7 @@ func TestNoLinearHTMLForASoak(t *testing.T) {
 	dir := t.TempDir()
 	res := Results{Valid: checker.Unknown, Stats: map[string]checker.OpStats{"acquire": {OK: LinearHTMLMaxOps, Fail: 1}}}
 	read := false
-	if err := writeRunWith(dir, func() ([]history.Event, error) { read = true; return nil, nil }, res, false); err != nil {
+	if err := writeRunWith(dir, func() ([]history.Event, error) { read = true; return nil, nil }, res, false, false); err != nil {
 		t.Fatal(err)
 	}
 	if read {

@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"embed"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,11 +35,20 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"deref": func(b *bool) bool { return b != nil && *b },
 }).ParseFS(templateFS, "templates/*.html"))
 
+// SingleFile is the page Render writes, with single, for pasting into a
+// review: index.html with its plots inside it.
+const SingleFile = "report.html"
+
 // Render draws a run directory's plots and index.html from its
 // history.jsonl and results.json alone. A history that is only partly
 // readable is drawn as far as it goes, the page says where it stopped, and
 // the error is returned after everything else was written.
-func Render(dir string) error {
+func Render(dir string) error { return RenderPages(dir, false) }
+
+// RenderPages is Render, and with single also report.html (SingleFile):
+// the same page with every plot inlined, which stands alone once copied
+// out of the run directory.
+func RenderPages(dir string, single bool) error {
 	res, err := ReadResults(dir)
 	if err != nil {
 		return fmt.Errorf("render %s: %w", dir, err)
@@ -77,7 +88,7 @@ func Render(dir string) error {
 			errs = append(errs, fmt.Errorf("%s: %w", p.file, err))
 			continue
 		}
-		page.Plots = append(page.Plots, plotView{File: p.file, Alt: p.alt, Width: screenPx(plotWidth)})
+		page.Plots = append(page.Plots, plotView{File: p.file, Src: template.URL(p.file), Alt: p.alt, Width: screenPx(plotWidth)})
 	}
 	err = writeAtomic(filepath.Join(dir, timelineHTMLFile), func(w io.Writer) error {
 		return WriteTimelineHTML(w, page.Name+" · "+page.Stamp, a, timelineOf(a, res), res)
@@ -94,6 +105,9 @@ func Render(dir string) error {
 		return templates.ExecuteTemplate(w, "index.html", page)
 	})
 	errs = append(errs, err)
+	if single {
+		errs = append(errs, writeSingleFile(dir, page))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("render %s: %w", dir, err)
 	}
@@ -117,6 +131,8 @@ type indexPage struct {
 	Plots    []plotView
 	// Interactive is timeline.html, once written.
 	Interactive string
+	// Single marks report.html, which carries its plots inside it.
+	Single      bool
 	Files       []fileLink
 	Notes       []string
 	Error       string
@@ -148,11 +164,31 @@ type findingView struct {
 	Open bool
 }
 
-// plotView is one plot on the page; Width is the CSS width it is shown
-// at, half its pixels (see dpi).
+// plotView is one plot on the page: its file, and what the page's img
+// loads (the file, or the image itself in report.html); Width is the CSS
+// width it is shown at, half its pixels (see dpi).
 type plotView struct {
 	File, Alt string
+	Src       template.URL
 	Width     int
+}
+
+// writeSingleFile writes report.html: page with every plot inlined as a
+// data URL, and without what only the run directory has (its files, the
+// interactive timeline).
+func writeSingleFile(dir string, page indexPage) error {
+	page.Plots = slices.Clone(page.Plots)
+	for i, p := range page.Plots {
+		img, err := os.ReadFile(filepath.Join(dir, p.File))
+		if err != nil {
+			return fmt.Errorf("%s: %w", SingleFile, err)
+		}
+		page.Plots[i].Src = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(img))
+	}
+	page.Interactive, page.Files, page.Single = "", nil, true
+	return writeAtomic(filepath.Join(dir, SingleFile), func(w io.Writer) error {
+		return templates.ExecuteTemplate(w, "index.html", page)
+	})
 }
 
 type fileLink struct {

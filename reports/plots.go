@@ -64,7 +64,7 @@ var (
 		AnswerOK:   "ok",
 		AnswerBusy: "busy (lock held: contention)",
 		AnswerFail: "fail (error, refused, not held)",
-		AnswerInfo: "info (timeout: outcome unknown)",
+		AnswerInfo: "info (timeout, unknown)",
 	}
 	writeStyle = map[string]draw.GlyphStyle{
 		WriteAccepted: {Color: color.NRGBA{G: 130, A: 255}, Radius: 3, Shape: draw.CircleGlyph{}},
@@ -177,7 +177,7 @@ func TimelineScreenSize(t Timeline) (w, h int) {
 }
 
 var attemptLegend = map[string]string{
-	history.Info: "acquire of unknown outcome, to its ttl",
+	history.Info: "acquire unknown (to its ttl)",
 	history.Fail: "acquire refused",
 }
 
@@ -263,9 +263,8 @@ func (tp timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	fences := tp.leases(&c, g)
 	tp.redSpans(&c, g)
 	// Fence labels go over the red spans, which would wash them out.
-	small := textStyle(8, color.White)
 	for _, f := range fences {
-		c.FillText(small, f.at, f.text)
+		c.FillText(textStyle(8, f.color), f.at, f.text)
 	}
 	tp.writes(&c, g)
 }
@@ -278,8 +277,9 @@ type geometry struct {
 }
 
 type fenceLabel struct {
-	at   vg.Point
-	text string
+	at    vg.Point
+	text  string
+	color color.Color
 }
 
 // leases draws the lease bars and returns the fence labels that fit.
@@ -347,43 +347,82 @@ func (tp timelinePlotter) leases(c *draw.Canvas, g geometry) []fenceLabel {
 		if len(labels) == 0 {
 			continue
 		}
-		if x1-x0 < minFenceLabel {
+		if x1-x0 < minFenceLabel && len(l.Anomalies) == 0 {
 			continue // no label fits; measuring it costs more than the bar
 		}
+		placed := false
 		for _, s := range labels {
 			w := small.Width(s) + 4
-			if x1-x0 >= w && x0+2 >= labelEnd[l.Client] {
-				fences = append(fences, fenceLabel{vg.Point{X: x0 + 2, Y: yc}, s})
-				labelEnd[l.Client] = x0 + w
+			if x1-x0 >= w+labelInset && x0+2 >= labelEnd[l.Client] {
+				fences = append(fences, fenceLabel{vg.Point{X: x0 + labelInset, Y: yc}, s, color.White})
+				labelEnd[l.Client] = x0 + w + labelInset
+				placed = true
 				break
 			}
+		}
+		if !placed && len(l.Anomalies) > 0 {
+			// An anomaly's lease is always named, beside its bar when it
+			// is too short to hold the label.
+			s := labels[len(labels)-1]
+			for _, long := range labels {
+				if x1+3+small.Width(long) <= c.Max.X {
+					s = long
+					break
+				}
+			}
+			fences = append(fences, fenceLabel{vg.Point{X: x1 + 3, Y: yc}, s, darkRed})
+			labelEnd[l.Client] = x1 + 3 + small.Width(s) + 4
 		}
 	}
 	return fences
 }
 
-// minFenceLabel is narrower than any lease label ("1" and its margins).
-const minFenceLabel = 6
+// minFenceLabel is narrower than any lease label ("1" and its margins);
+// labelInset keeps a label clear of the write mark at its bar's start.
+const (
+	minFenceLabel = 6
+	labelInset    = 5
+)
 
 // leaseLabels are what a lease bar may say, longest first: where the grant
 // was found and its fence; the first that fits is drawn.
 func leaseLabels(l Lease) []string {
-	where := ""
+	var out []string
+	for _, w := range leaseWheres(l) {
+		if l.Fence != 0 {
+			out = append(out, fmt.Sprintf("%s · fence %d", w, l.Fence))
+		}
+		out = append(out, w)
+	}
+	if l.Fence != 0 {
+		out = append(out, fmt.Sprintf("fence %d", l.Fence), fmt.Sprint(l.Fence))
+	}
+	return out
+}
+
+// leaseWheres says where a lease's grant was found, longest first: the
+// primary that granted it and the other nodes holding it, or the nodes.
+func leaseWheres(l Lease) []string {
+	var wheres []string
 	switch {
+	case l.Primary != "":
+		var others []string
+		for _, n := range l.Nodes {
+			if n != l.Primary {
+				others = append(others, n)
+			}
+		}
+		if len(others) == 0 {
+			wheres = []string{l.Primary + " (primary)", l.Primary}
+		} else {
+			wheres = []string{l.Primary + " (primary), " + strings.Join(others, ", "), strings.Join(l.Nodes, "+"), l.Primary}
+		}
 	case len(l.Nodes) > 0:
-		where = strings.Join(l.Nodes, "+")
+		wheres = []string{strings.Join(l.Nodes, "+")}
 	case l.Seen:
-		where = "on no node"
+		wheres = []string{"on no node"}
 	}
-	switch {
-	case where != "" && l.Fence != 0:
-		return []string{fmt.Sprintf("%s · fence %d", where, l.Fence), fmt.Sprintf("%s · %d", where, l.Fence), where}
-	case where != "":
-		return []string{where}
-	case l.Fence != 0:
-		return []string{fmt.Sprintf("fence %d", l.Fence), fmt.Sprint(l.Fence)}
-	}
-	return nil
+	return wheres
 }
 
 // attempts draws the acquires that granted nothing certain, faintly; a

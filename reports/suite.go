@@ -117,9 +117,27 @@ func WriteSuite(dir string, s Suite) error {
 	}); err != nil {
 		return err
 	}
+	if s.Comparable() {
+		if err := WriteCompare(dir, CompareOf(dir, s)); err != nil {
+			return err
+		}
+	}
 	return writeAtomic(filepath.Join(dir, "index.html"), func(w io.Writer) error {
 		return templates.ExecuteTemplate(w, "suite.html", s)
 	})
+}
+
+// Comparable reports whether every row names a candidate and what it ran
+// under ("redsync × partition"): a comparison of locks, as `harness
+// compare` and the libs suite run, which WriteSuite also lays out as one
+// (compare.md, compare.html).
+func (s Suite) Comparable() bool {
+	for _, r := range s.Rows {
+		if !strings.Contains(r.Scenario, CompareSep) {
+			return false
+		}
+	}
+	return len(s.Rows) > 0
 }
 
 // Scorecard is the suite as a markdown table: per row, the runs that found

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -70,6 +71,10 @@ type Lease struct {
 	// grant that came faster than the probes.
 	Nodes []string
 	Seen  bool
+	// Primary is the one node holding the grant that answered as a
+	// primary, the node that granted it, when exactly one did (a
+	// replicated topology's; a Redlock grant lives on several primaries).
+	Primary string
 	// Event is the history index of the acquire's completion.
 	Event int
 }
@@ -194,9 +199,7 @@ func timelineOf(a *analysis, res Results) Timeline {
 		if o.Type == history.Info {
 			at.End = max(at.End, o.InvokedAt()+time.Duration(o.TTLMs)*time.Millisecond)
 		}
-		if at.End < at.Start {
-			at.End = at.Start
-		}
+		at.End = min(max(at.End, at.Start), a.end)
 		t.Attempts = append(t.Attempts, at)
 	}
 	for i, o := range a.ops {
@@ -455,6 +458,10 @@ type opInfo = history.Op
 
 type grantKey struct{ key, token string }
 
+// heldOnPrimary finds, in a grant-seen detail, a node holding the grant
+// that answered as a primary.
+var heldOnPrimary = regexp.MustCompile(`(?:^|[:;] )on (\S+) \(primary\)`)
+
 type leaseInfo struct {
 	Lease
 	op int
@@ -518,6 +525,9 @@ func (a *analysis) buildLeases() {
 			l.Seen = true
 			if seen.Target != "" {
 				l.Nodes = strings.Split(seen.Target, ",")
+			}
+			if m := heldOnPrimary.FindAllStringSubmatch(seen.Detail, -1); len(m) == 1 {
+				l.Primary = m[0][1]
 			}
 		}
 		if o.Token != "" {

@@ -120,7 +120,9 @@ func WriteTimelineHTML(w io.Writer, name string, a *analysis, t Timeline, res Re
 			op.Events = append(op.Events, a.events[o.Done].Index)
 		}
 		if l := a.leaseOf[i]; l != nil {
-			op.Nodes = strings.Join(l.Nodes, ", ")
+			if w := leaseWheres(l.Lease); len(w) > 0 {
+				op.Nodes = w[0]
+			}
 		}
 		p.Ops = append(p.Ops, op)
 	}
@@ -129,10 +131,13 @@ func WriteTimelineHTML(w io.Writer, name string, a *analysis, t Timeline, res Re
 			continue
 		}
 		hl := htmlLease{Client: l.Client, Process: l.Process.String(), Key: l.Key, Token: l.Token, Fence: l.Fence,
-			Nodes: strings.Join(l.Nodes, ", "), Seen: l.Seen, Start: l.Start.Seconds(), End: l.End.Seconds(), EndBy: l.EndBy,
+			Seen: l.Seen, Start: l.Start.Seconds(), End: l.End.Seconds(), EndBy: l.EndBy,
 			Event: l.Event, In: in[l.op]}
 		if l.ValidUntil > 0 {
 			hl.ValidUntil = l.ValidUntil.Seconds()
+		}
+		if w := leaseWheres(l.Lease); len(w) > 0 && len(l.Nodes) > 0 {
+			hl.Nodes = w[0]
 		}
 		p.Leases = append(p.Leases, hl)
 	}

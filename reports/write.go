@@ -30,16 +30,22 @@ func operations(r Results) int {
 // linear.html when the check is not clean, and with render the plots and
 // index.html.
 func WriteRun(dir string, events []history.Event, res Results, render bool) error {
-	return writeRunWith(dir, func() ([]history.Event, error) { return events, nil }, res, render)
+	return writeRunWith(dir, func() ([]history.Event, error) { return events, nil }, res, render, false)
 }
 
 // WriteRunFrom is WriteRun for results checked from a stream: it reads the
 // history from histPath only when a page needs its events.
 func WriteRunFrom(dir, histPath string, res Results, render bool) error {
-	return writeRunWith(dir, func() ([]history.Event, error) { return history.ReadFile(histPath) }, res, render)
+	return writeRunWith(dir, func() ([]history.Event, error) { return history.ReadFile(histPath) }, res, render, false)
 }
 
-func writeRunWith(dir string, events func() ([]history.Event, error), res Results, render bool) error {
+// WriteRunSingleFile is WriteRunFrom with the pages rendered, and
+// report.html beside them (see RenderPages).
+func WriteRunSingleFile(dir, histPath string, res Results) error {
+	return writeRunWith(dir, func() ([]history.Event, error) { return history.ReadFile(histPath) }, res, true, true)
+}
+
+func writeRunWith(dir string, events func() ([]history.Event, error), res Results, render, single bool) error {
 	drawLinear := res.Valid != checker.Valid || !res.check.Linearizable()
 	if n := operations(res); drawLinear && n > LinearHTMLMaxOps {
 		// Porcupine's page of a soak would hold every event in memory and
@@ -60,7 +66,7 @@ func writeRunWith(dir string, events func() ([]history.Event, error), res Result
 		}
 	}
 	if render {
-		return Render(dir)
+		return RenderPages(dir, single)
 	}
 	return nil
 }

@@ -145,6 +145,9 @@ type rig struct {
 	env  *faults.Env
 	// stopWork ends the workload once (the close does it too).
 	stopWork func() error
+	// stopGrants ends the watch of where grants live (faults.WatchGrants),
+	// which starts before the first client can be granted anything.
+	stopGrants func()
 	// kept is the topology and network as a Topologies keeps them, when
 	// the run reuses (keep: give them back at the close, not stop them);
 	// how says whether the topology is fresh or reused, and the reset.
@@ -210,6 +213,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 			return r, err
 		}
 	}
+	r.stopGrants = faults.WatchGrants(cl, rec, plan.Lock.StoreKey, logf)
 	r.work, err = workloads.StartMutex(workloads.MutexConfig{
 		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed, Backoff: spec.Backoff.D(),
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends,
@@ -242,11 +246,15 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	return r, nil
 }
 
-// close stops the workers, the database, and the topology and network (or
-// gives them back to the keep they came from), in that order.
+// close stops the workers, the watch of grants, the database, and the
+// topology and network (or gives them back to the keep they came from),
+// in that order.
 func (r *rig) close() {
 	if r.stopWork != nil {
 		r.stopWork()
+	}
+	if r.stopGrants != nil {
+		r.stopGrants()
 	}
 	r.db.close()
 	if r.keep != nil {
@@ -291,7 +299,6 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	logf("%d clients running %s against %s for %v, nemesis %s", spec.Clients, spec.Lock, spec.Key, spec.TimeLimit, spec.Nemesis)
 
 	defer faults.WatchRoles(r.cl, rec, logf)()
-	defer faults.WatchGrants(r.cl, rec, plan.Lock.StoreKey, logf)()
 	nctx, cancel := context.WithTimeout(ctx, spec.TimeLimit.D())
 	defer cancel()
 	if len(opt.StopOn) > 0 {
