@@ -311,6 +311,28 @@ func (c *Cluster) Do(ctx context.Context, n Node, args ...any) (any, error) {
 	return c.query(ctx, n.Addr(), args...)
 }
 
+// DoAll runs commands one after another on one connection of the harness's
+// own to a started node, as Do runs one, and returns each one's answer and
+// error: for commands that change the connection for the next, such as a
+// cluster replica's READONLY before a read.
+func (c *Cluster) DoAll(ctx context.Context, n Node, cmds ...[]any) ([]any, []error) {
+	opts := c.sec.options(n.Addr())
+	opts.PoolSize = 1
+	cl := redis.NewClient(opts)
+	defer cl.Close()
+	pipe := cl.Pipeline()
+	done := make([]*redis.Cmd, len(cmds))
+	for i, args := range cmds {
+		done[i] = pipe.Do(ctx, args...)
+	}
+	pipe.Exec(ctx) // each command's own error is kept with it
+	vals, errs := make([]any, len(cmds)), make([]error, len(cmds))
+	for i, cmd := range done {
+		vals[i], errs[i] = cmd.Result()
+	}
+	return vals, errs
+}
+
 // Ping wants a PONG from a started node or sentinel within timeout, over
 // the harness's own path (see Do).
 func (c *Cluster) Ping(n Node, timeout time.Duration) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,9 @@ import (
 // probeTimeout bounds one node's answer to a grant probe: a paused or
 // killed node answers nothing, and that is what the probe records.
 const probeTimeout = 150 * time.Millisecond
+
+// probeWorkers is how many grants are probed at once.
+const probeWorkers = 4
 
 // probeQueue is how many grants may wait for their probe; past it, grants
 // go unprobed (a pipeline-rate run grants thousands a second), and the log
@@ -53,15 +57,26 @@ func WatchGrants(cl *cluster.Cluster, rec *history.Recorder, storeKey func(strin
 			dropped++
 		}
 	})
+	// A few probes at once, so that one paused node, which costs each
+	// probe its whole timeout, does not leave the rest far behind their
+	// grants (the reports judge how late each probe came).
+	var probers sync.WaitGroup
+	for range probeWorkers {
+		probers.Add(1)
+		go func() {
+			defer probers.Done()
+			for g := range grants {
+				holders, detail := probeGrant(cl, storeKey(g.Key), g.Token)
+				rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: history.GrantSeen,
+					Phase: history.Instant, Key: g.Key, Token: g.Token, Target: strings.Join(holders, ","),
+					Detail: fmt.Sprintf("client %d's grant (event %d): %s", g.Client, g.Index, detail)})
+			}
+		}()
+	}
 	done := make(chan struct{})
 	go func() {
-		defer close(done)
-		for g := range grants {
-			holders, detail := probeGrant(cl, storeKey(g.Key), g.Token)
-			rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: history.GrantSeen,
-				Phase: history.Instant, Key: g.Key, Token: g.Token, Target: strings.Join(holders, ","),
-				Detail: fmt.Sprintf("client %d's grant (event %d): %s", g.Client, g.Index, detail)})
-		}
+		probers.Wait()
+		close(done)
 	}()
 	return func() {
 		unwatch()
@@ -75,6 +90,12 @@ func WatchGrants(cl *cluster.Cluster, rec *history.Recorder, storeKey func(strin
 			log("%d grants came faster than they could be probed and were not: their reports name no node", n)
 		}
 	}
+}
+
+// isTimeout reports whether err is a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // probeGrant asks every data node, at once, for key and for its role, and
@@ -91,17 +112,16 @@ func probeGrant(cl *cluster.Cluster, key, token string) (holders []string, detai
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 			defer cancel()
-			v, err := cl.Do(ctx, n, "GET", key)
+			// READONLY lets a cluster replica answer for its shard (and is
+			// refused, harmlessly, by a node outside a cluster).
+			vals, errs := cl.DoAll(ctx, n, []any{"READONLY"}, []any{"GET", key}, []any{"ROLE"})
+			v, err := vals[1], errs[1]
 			s, _ := v.(string)
 			role := ""
-			if err == nil || errors.Is(err, redis.Nil) {
-				if r, rerr := cl.Do(ctx, n, "ROLE"); rerr == nil {
-					if parts, ok := r.([]any); ok && len(parts) > 0 {
-						if name, ok := parts[0].(string); ok {
-							role = " (" + strings.NewReplacer("master", "primary", "slave", "replica").Replace(name) + ")"
-							primary[i] = name == "master"
-						}
-					}
+			if parts, ok := vals[2].([]any); ok && errs[2] == nil && len(parts) > 0 {
+				if name, ok := parts[0].(string); ok {
+					role = " (" + strings.NewReplacer("master", "primary", "slave", "replica").Replace(name) + ")"
+					primary[i] = name == "master"
 				}
 			}
 			var answer string
@@ -110,8 +130,10 @@ func probeGrant(cl *cluster.Cluster, key, token string) (holders []string, detai
 				answer = "absent on " + n.Name()
 			case err != nil && strings.HasPrefix(err.Error(), "MOVED"):
 				answer = n.Name() + " does not serve the key"
-			case err != nil:
+			case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 				answer = n.Name() + " did not answer"
+			case err != nil:
+				answer = n.Name() + " answered " + strings.SplitN(err.Error(), "\n", 2)[0]
 			case s == token || strings.Contains(s, token):
 				answer, held[i] = "on "+n.Name(), true
 			default:

@@ -111,8 +111,10 @@ func restarted(env *Env, n cluster.Node, err error) string {
 	v, err := env.Cluster.Do(ctx, n, "DBSIZE")
 	keys, ok := v.(int64)
 	switch {
-	case err != nil || !ok:
+	case err != nil:
 		return fmt.Sprintf("restarted (its keys not counted: %v)", err)
+	case !ok:
+		return fmt.Sprintf("restarted (its keys not counted: DBSIZE answered %T %v)", v, v)
 	case keys == 0:
 		return fmt.Sprintf("restarted empty (0 keys; persistence %s)", env.Cluster.Persistence())
 	}

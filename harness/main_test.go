@@ -28,7 +28,11 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		{[]string{"suite", "weekly"}, `unknown suite "weekly" (valid: quick, full, libs)`},
 		{[]string{"check"}, `want exactly one path, got 0`},
 		{[]string{"list", "extra"}, `takes no arguments`},
-		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, suite, list, check, report, serve, worker-check, version, help)`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, suite, compare, list, check, report, serve, worker-check, version, help)`},
+		{[]string{"compare"}, `which locks? --locks A,B,...`},
+		{[]string{"compare", "--locks", "cad,nolock"}, `--locks "nolock": unknown lock "nolock" (valid: cad,`},
+		{[]string{"compare", "--locks", "cad", "--nemesis", "kill-node,gremlins"}, `--nemesis "gremlins": unknown nemesis "gremlins"`},
+		{[]string{"compare", "--locks", "cad", "--ttl", "1s,soon"}, `--ttl "soon": each is a positive duration such as 2s`},
 		{nil, "Usage:"},
 	}
 	for _, c := range cases {

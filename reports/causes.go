@@ -42,8 +42,8 @@ func (a *analysis) causes(f checker.Finding) []string {
 	for _, l := range leases {
 		out = append(out, a.unreplicated(l, explained)...)
 	}
-	out = append(out, a.emptyRestarts(from, to, explained)...)
-	out = append(out, a.fenceWentBack(f, ops)...)
+	out = append(out, a.emptyRestarts(leases, from, to, explained)...)
+	out = append(out, a.fenceWentBack(ops)...)
 	out = append(out, a.clockMoves(from, to, explained)...)
 	out = append(out, a.frozenClients(ops, from, to, explained)...)
 	if len(out) > 0 {
@@ -89,30 +89,39 @@ func (a *analysis) unreplicated(l *leaseInfo, explained map[int]bool) []string {
 		}
 		grant := fmt.Sprintf("client %d's grant of %s", l.Client, secs(l.Start))
 		switch {
-		case !l.Seen:
-			out = append(out, fmt.Sprintf("%s was promoted (%s at %s) while %s was still believed: the harness did not look where that grant lived, so whether it had replicated is not known",
-				promoted, b.Fault, secs(b.Start), grant))
 		case slices.Contains(l.Nodes, promoted):
 			continue
-		case len(l.Nodes) == 0:
-			out = append(out, fmt.Sprintf("%s was promoted (%s at %s) while %s, found on no node just after it, was still believed",
-				promoted, b.Fault, secs(b.Start), grant))
+		case slices.Contains(l.Lacking, promoted) && len(l.Nodes) > 0:
+			out = append(out, fmt.Sprintf("%s was promoted (%s at %s) while %s had not replicated to it: probed within %s of the grant, it was on %s only",
+				promoted, b.Fault, secs(b.Start), grant, roundedMs(l.ProbedWithin), strings.Join(l.Nodes, " and ")))
+		case slices.Contains(l.Lacking, promoted):
+			out = append(out, fmt.Sprintf("%s was promoted (%s at %s) while %s, which a probe within %s of it found on no node, was still believed",
+				promoted, b.Fault, secs(b.Start), grant, roundedMs(l.ProbedWithin)))
 		default:
-			out = append(out, fmt.Sprintf("%s was promoted (%s at %s) while %s had not replicated to it: just after the grant it was on %s only",
-				promoted, b.Fault, secs(b.Start), grant, strings.Join(l.Nodes, " and ")))
+			// Not probed, or the promoted node did not answer or does
+			// not serve the key: the promotion is told, not what it lost.
+			out = append(out, fmt.Sprintf("%s was promoted (%s at %s) while %s was still believed; whether that grant had reached %s is not known",
+				promoted, b.Fault, secs(b.Start), grant, promoted))
 		}
 		explained[i] = true
 	}
 	return out
 }
 
+// roundedMs is a probe's lag as a sentence gives it.
+func roundedMs(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+}
+
 // emptyRestarts tells each node that came back without its keys within
-// [from, to].
-func (a *analysis) emptyRestarts(from, to time.Duration, explained map[int]bool) []string {
+// [from, to] and held one of the finding's leases: where the probes say
+// where the leases lived, only a node they were on (a replica that
+// restarts resyncs, and loses nothing); without probes (one node), any.
+func (a *analysis) emptyRestarts(leases []*leaseInfo, from, to time.Duration, explained map[int]bool) []string {
 	var out []string
 	for i, b := range a.bands {
 		at := strings.Index(b.Detail, "restarted empty")
-		if b.Observed || b.Open || at < 0 || b.End < from || b.End > to {
+		if b.Observed || b.Open || at < 0 || b.End < from || b.End > to || !heldOn(leases, nodeName(b.Target)) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s %s at %s (%s): every grant it held was forgotten",
@@ -122,10 +131,26 @@ func (a *analysis) emptyRestarts(from, to time.Duration, explained map[int]bool)
 	return out
 }
 
+// heldOn reports whether one of leases lived on node, as far as the probes
+// tell: true when none of them was probed.
+func heldOn(leases []*leaseInfo, node string) bool {
+	probed := false
+	for _, l := range leases {
+		if l.Seen {
+			probed = true
+			if slices.Contains(l.Nodes, node) {
+				return true
+			}
+		}
+	}
+	return !probed
+}
+
 // fenceWentBack tells a grant of the finding whose fence is no higher than
-// an earlier grant's on the same key: the counter that draws fences
-// started again.
-func (a *analysis) fenceWentBack(f checker.Finding, ops []int) []string {
+// that of a grant returned before it was asked for, on the same key: the
+// counter that draws fences started again. The last empty restart between
+// the two of a node the earlier grant lived on is named as the reason.
+func (a *analysis) fenceWentBack(ops []int) []string {
 	var out []string
 	for _, o := range ops {
 		g := a.ops[o]
@@ -134,20 +159,23 @@ func (a *analysis) fenceWentBack(f checker.Finding, ops []int) []string {
 		}
 		var prior *leaseInfo
 		for _, l := range a.leases {
-			if l.Key == g.Key && l.Fence >= g.Fence && l.Start < g.DoneAt() && (prior == nil || l.Fence > prior.Fence) {
+			if l.Key == g.Key && l.Fence >= g.Fence && l.Start < g.InvokedAt() && (prior == nil || l.Fence > prior.Fence) {
 				prior = l
 			}
 		}
 		if prior == nil {
 			continue
 		}
-		s := fmt.Sprintf("the fence counter went back: client %d's grant at %s carried fence %d, after fence %d at %s",
-			g.Client, secs(g.DoneAt()), g.Fence, prior.Fence, secs(prior.Start))
-		// The last empty restart between the two grants is the one the
-		// later grant's counter started again from.
+		verb := "went back"
+		if prior.Fence == g.Fence {
+			verb = "did not advance"
+		}
+		s := fmt.Sprintf("the fence counter %s: client %d's grant at %s carried fence %d, after fence %d at %s",
+			verb, g.Client, secs(g.DoneAt()), g.Fence, prior.Fence, secs(prior.Start))
 		var restart *Band
 		for i, b := range a.bands {
-			if strings.Contains(b.Detail, "restarted empty") && b.End > prior.Start && b.End < g.DoneAt() {
+			if strings.Contains(b.Detail, "restarted empty") && b.End > prior.Start && b.End < g.DoneAt() &&
+				heldOn([]*leaseInfo{prior}, nodeName(b.Target)) {
 				restart = &a.bands[i]
 			}
 		}

@@ -34,9 +34,11 @@ type CompareRow struct {
 	Cost *Cost
 }
 
-// CompareCell is a candidate's runs under one column.
+// CompareCell is a candidate's runs under one column. Runs counts the
+// judged ones (valid, invalid, unknown); Errors those the harness failed or
+// that were interrupted, which judge nothing.
 type CompareCell struct {
-	Runs, Invalid, Unknown int
+	Runs, Invalid, Unknown, Errors int
 	// Anomalies counts the runs each anomaly was found in.
 	Anomalies map[string]int
 	// Links are the runs' pages, relative to the compare page.
@@ -55,7 +57,7 @@ type Cost struct {
 // Rate is the share of the cell's runs that were invalid, as a page shows
 // it ("2/3").
 func (c CompareCell) Rate() string {
-	if c.Runs == 0 {
+	if c.Runs == 0 && c.Errors == 0 {
 		return "–"
 	}
 	return fmt.Sprintf("%d/%d", c.Invalid, c.Runs)
@@ -72,7 +74,25 @@ func (c CompareCell) Found() string {
 	if c.Unknown > 0 {
 		parts = append(parts, fmt.Sprintf("unknown %d", c.Unknown))
 	}
+	if c.Errors > 0 {
+		parts = append(parts, fmt.Sprintf("harness error %d", c.Errors))
+	}
 	return strings.Join(parts, ", ")
+}
+
+// Class is how the page colours the cell: broken when a run found an
+// anomaly, unsure when a run was unknown or failed, safe when every run
+// was valid, none where nothing ran.
+func (c CompareCell) Class() string {
+	switch {
+	case c.Invalid > 0:
+		return "broken"
+	case c.Unknown > 0 || c.Errors > 0:
+		return "unsure"
+	case c.Runs > 0:
+		return "safe"
+	}
+	return "none"
 }
 
 // CompareOf lays a suite whose rows are named "candidate × column" out as a
@@ -108,13 +128,16 @@ func CompareOf(dir string, s Suite) Compare {
 			cells[place{ri, ci}] = cell
 		}
 		for _, run := range r.Cells {
-			cell.Runs++
-			switch run.Verdict {
-			case "invalid":
+			switch {
+			case run.Error != "" || (run.Verdict != "valid" && run.Verdict != "invalid" && run.Verdict != "unknown"):
+				cell.Errors++
+				continue
+			case run.Verdict == "invalid":
 				cell.Invalid++
-			case "unknown":
+			case run.Verdict == "unknown":
 				cell.Unknown++
 			}
+			cell.Runs++
 			for a, n := range run.Anomalies {
 				if n > 0 {
 					cell.Anomalies[a]++

@@ -49,6 +49,11 @@ func TestCompareOfASuite(t *testing.T) {
 	if cad.Cost == nil || cad.Cost.AcquireP50Ms != 2 || cad.Cost.HandoffsPerSec != 20 {
 		t.Errorf("cad's cost %+v, want p50 2 ms (the median of 1 and 3) and 400 grants in 20 s", cad.Cost)
 	}
+	broken := CompareOf(suiteDir, Suite{Rows: []SuiteRow{{Scenario: "cad × none", Cells: []SuiteCell{
+		cell("valid", nil, ""), {Verdict: "error", Error: "redis-server did not start"}, cell("interrupted", nil, "")}}}})
+	if got := broken.Rows[0].Cells[0]; got.Rate() != "0/1" || got.Class() != "unsure" || got.Found() != "harness error 2" {
+		t.Errorf("a cell with failed runs: %s %s %q, want 0/1, unsure, harness error 2", got.Rate(), got.Class(), got.Found())
+	}
 	if c.Rows[1].Cells[1].Rate() != "–" {
 		t.Errorf("redlock did not run under kill-node, yet its cell says %s", c.Rows[1].Cells[1].Rate())
 	}

@@ -75,6 +75,12 @@ type Lease struct {
 	// primary, the node that granted it, when exactly one did (a
 	// replicated topology's; a Redlock grant lives on several primaries).
 	Primary string
+	// Lacking are the nodes that certainly did not hold the grant when it
+	// was probed (absent, or another value); a node that did not answer,
+	// or does not serve the key, is in neither list. ProbedWithin bounds
+	// how long after the grant the probe ran.
+	Lacking      []string
+	ProbedWithin time.Duration
 	// Event is the history index of the acquire's completion.
 	Event int
 }
@@ -462,6 +468,10 @@ type grantKey struct{ key, token string }
 // that answered as a primary.
 var heldOnPrimary = regexp.MustCompile(`(?:^|[:;] )on (\S+) \(primary\)`)
 
+// lackedBy finds, in a grant-seen detail, a node that certainly did not
+// hold the grant.
+var lackedBy = regexp.MustCompile(`(?:absent|another value) on (\S+)`)
+
 type leaseInfo struct {
 	Lease
 	op int
@@ -470,15 +480,26 @@ type leaseInfo struct {
 func analyse(events []history.Event) *analysis {
 	a := &analysis{events: events, at: make(map[int]int, len(events)), opAt: make(map[int]int, len(events)),
 		leaseOf: map[int]*leaseInfo{}, seen: map[grantKey]*history.Event{}}
+	found := false // whether any probe found a grant's token at all
 	for i := range events {
 		e := &events[i]
 		a.at[e.Index] = i
-		a.end = max(a.end, e.At())
-		if e.IsNemesis() && e.F == history.GrantSeen {
-			if k := (grantKey{e.Key, e.Token}); a.seen[k] == nil {
-				a.seen[k] = e
-			}
+		if !(e.IsNemesis() && e.F == history.GrantSeen) {
+			// A probe of the last grants may land after everything
+			// else: it does not make the run longer.
+			a.end = max(a.end, e.At())
+			continue
 		}
+		found = found || e.Target != ""
+		if k := (grantKey{e.Key, e.Token}); a.seen[k] == nil {
+			a.seen[k] = e
+		}
+	}
+	if !found {
+		// A lock that keeps a value of its own under the key, not the
+		// harness's token (rueidislock, a worker's own lock), is never
+		// found: its probes say nothing of where its grants lived.
+		clear(a.seen)
 	}
 	// A malformed history (which the checker reports) still draws what
 	// could be paired.
@@ -523,11 +544,15 @@ func (a *analysis) buildLeases() {
 		l.ValidUntil = validity(o)
 		if seen := a.seen[grantKey{o.Key, o.Token}]; seen != nil && o.Token != "" {
 			l.Seen = true
+			l.ProbedWithin = seen.At() - l.Start
 			if seen.Target != "" {
 				l.Nodes = strings.Split(seen.Target, ",")
 			}
 			if m := heldOnPrimary.FindAllStringSubmatch(seen.Detail, -1); len(m) == 1 {
 				l.Primary = m[0][1]
+			}
+			for _, m := range lackedBy.FindAllStringSubmatch(seen.Detail, -1) {
+				l.Lacking = append(l.Lacking, m[1])
 			}
 		}
 		if o.Token != "" {
@@ -554,6 +579,11 @@ func (a *analysis) buildLeases() {
 				end(no.InvokedAt(), EndNextCycle)
 				break
 			}
+		}
+		if l.Seen && l.Start+l.ProbedWithin > l.End {
+			// Probed after its client let it go: what the nodes held
+			// then says nothing of this grant.
+			l.Seen, l.Nodes, l.Primary, l.Lacking = false, nil, "", nil
 		}
 		a.leases = append(a.leases, l)
 		a.leaseOf[i] = l

@@ -22,7 +22,19 @@ import (
 // naming it.
 func ComparePlan(lockNames, nemeses []string, ttls []time.Duration, seeds int, base Spec, topologyGiven bool) ([]Planned, error) {
 	if len(lockNames) == 0 || len(nemeses) == 0 {
-		return nil, fmt.Errorf("compare needs at least one lock and one nemesis")
+		return nil, fmt.Errorf("compare needs at least one lock and one nemesis, got locks %q and nemeses %q", lockNames, nemeses)
+	}
+	for _, list := range []struct {
+		flag   string
+		values []string
+	}{{"--locks", lockNames}, {"--nemesis", nemeses}} {
+		seen := map[string]bool{}
+		for _, v := range list.values {
+			if seen[v] {
+				return nil, fmt.Errorf("%s names %s twice: each is a row or column of its own", list.flag, v)
+			}
+			seen[v] = true
+		}
 	}
 	if seeds < 1 {
 		return nil, fmt.Errorf("--seeds must be at least 1, got %d", seeds)

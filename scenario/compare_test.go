@@ -35,6 +35,8 @@ func TestComparePlan(t *testing.T) {
 		{[]string{"nolock"}, []string{"none"}, `--locks "nolock"`},
 		{[]string{"cad"}, []string{"no-fault"}, `--nemesis "no-fault"`},
 		{[]string{"cad"}, []string{"partition-primary"}, "--nemesis partition-primary with --locks cad (on single)"},
+		{[]string{"cad", "cad"}, []string{"none"}, "--locks names cad twice"},
+		{[]string{"cad"}, []string{"kill-node", "kill-node"}, "--nemesis names kill-node twice"},
 	} {
 		if _, err := ComparePlan(c.locks, c.nemeses, nil, 1, Defaults(), false); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v × %v: error %v, want it to name %s", c.locks, c.nemeses, err, c.want)
