@@ -18,14 +18,23 @@ import (
 // Where a fault applies is what the topology answers when the fault asks
 // (Fault.Available), the same answer that refuses a run up front.
 func cmdList(args []string, stdout, stderr io.Writer) int {
-	c := newCommand("list", "", "Lists the topologies, the scenario catalog, the lock recipes with their options,\n"+
-		"and the faults with the topologies they apply to and their options.")
+	c := newCommand("list", "[--dir DIR]", "Lists the topologies, the scenario catalog, the lock recipes with their options,\n"+
+		"and the faults with the topologies they apply to and their options; with --dir, the\n"+
+		"scenario files in DIR beside the catalog's.")
+	dir := c.String("dir", "", "also list the scenario files (*.toml) in `DIR`, as `harness suite --dir` runs them")
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
 		return c.fail(stderr, "takes no arguments, got %q", pos[0])
+	}
+	var own []scenario.Entry
+	if *dir != "" {
+		var err error
+		if own, err = scenario.ReadScenarioDir(*dir); err != nil {
+			return c.fail(stderr, "%v", err)
+		}
 	}
 	planned := map[string]*cluster.Cluster{}
 	for _, t := range cluster.Topologies {
@@ -44,13 +53,10 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t, orDash(strings.Join(caps, ",")), cluster.Summary(t))
 	}
 	fmt.Fprintln(tw, "\nScenarios (harness repro NAME):")
-	for _, e := range scenario.Catalog {
-		s := e.Spec
-		lock := s.Lock
-		if s.Workload != scenario.WorkloadMutex {
-			lock += " · " + s.Workload + " fencing " + s.Fencing
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Name, s.Topology, lock, s.Nemesis, e.Expect, e.Source)
+	listScenarios(tw, scenario.Catalog)
+	if *dir != "" {
+		fmt.Fprintf(tw, "\nScenarios in %s (harness repro FILE, harness suite --dir %s):\n", *dir, *dir)
+		listScenarios(tw, own)
 	}
 	fmt.Fprintln(tw, "\nResources and workloads (--resource, --workload, --fencing):")
 	fmt.Fprintf(tw, "  memory\tmutex\tthe in-memory counter the harness holds; fenced when the lock hands out fences\n")
@@ -100,4 +106,17 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// listScenarios prints a line per scenario: its name, shape, expectation
+// and source.
+func listScenarios(w io.Writer, entries []scenario.Entry) {
+	for _, e := range entries {
+		s := e.Spec
+		lock := s.Lock
+		if s.Workload != scenario.WorkloadMutex {
+			lock += " · " + s.Workload + " fencing " + s.Fencing
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Name, s.Topology, lock, s.Nemesis, e.Expect, e.Source)
+	}
 }

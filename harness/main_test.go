@@ -167,3 +167,31 @@ func TestHistoryDocExampleChecks(t *testing.T) {
 		}
 	}
 }
+
+// A user's scenario file is refused by every verb that takes one, naming
+// its line and field, and listed beside the catalog when it is good.
+func TestScenarioFilesOnTheCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "ours.toml")
+	os.WriteFile(good, []byte("name = \"ours\"\nsource = \"our review\"\nexpect = \"safe\"\n\n[spec]\nlock = \"cad\"\nnemesis = \"none\"\n"), 0o644)
+	badDir := t.TempDir()
+	bad := filepath.Join(badDir, "typo.toml")
+	os.WriteFile(bad, []byte("name = \"typo\"\nexpect = \"safe\"\n\n[spec]\nlock = \"cad\"\nnemsis = \"none\"\n"), 0o644)
+	want := bad + ":6: unknown field spec.nemsis (valid in [spec]:"
+	for _, args := range [][]string{
+		{"run", "--scenario", bad},
+		{"repro", bad},
+		{"suite", "--dir", badDir},
+		{"list", "--dir", badDir},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", args, code, stderr.String(), exitUsage, want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"list", "--dir", dir}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "Scenarios in "+dir) ||
+		!strings.Contains(stdout.String(), "ours  ") {
+		t.Errorf("list --dir: exit %d, stdout %q", code, stdout.String())
+	}
+}

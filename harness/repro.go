@@ -47,7 +47,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	case *parallel < 1:
 		return c.fail(stderr, "--parallel must be at least 1, got %d", *parallel)
 	}
-	entry, err := scenario.Lookup(pos[0])
+	entry, err := scenario.LookupOrRead(pos[0])
 	if err != nil {
 		return c.fail(stderr, "%v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness/faults"
@@ -14,9 +15,21 @@ import (
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	spec := scenario.Defaults()
-	c := newCommand("run", "[flags]", "Runs clients against a Redis topology under faults, checks the history, writes\n"+
+	c := newCommand("run", "[--scenario FILE|NAME] [flags]", "Runs clients against a Redis topology under faults, checks the history, writes\n"+
 		"STORE/NAME/TIMESTAMP/{history.jsonl,results.json,harness.log,nodes/} and exits\n"+
-		"0 valid, 1 invalid, 2 unknown, 64 for a bad command line, 255 for a harness error.")
+		"0 valid, 1 invalid, 2 unknown, 64 for a bad command line, 255 for a harness error.\n"+
+		"--scenario starts from a scenario file's spec (or a catalog entry's); the other\n"+
+		"flags change it.")
+	// The scenario's spec is what the other flags start from, so it is
+	// read before they are defined.
+	if from, ok := scenarioArg(args); ok {
+		e, err := scenario.LookupOrRead(from)
+		if err != nil {
+			return c.fail(stderr, "--scenario: %v", err)
+		}
+		spec = e.Spec
+	}
+	c.String("scenario", "", "start from the spec of this scenario `FILE` (*.toml, see docs/scenarios.md) or catalog entry")
 	spec.RegisterFlags(c.FlagSet)
 	restartDelay := c.Duration("restart-delay", 0, "alias for the kill-node option delay: how long kill-node keeps a node down (kill-node:delay=D)")
 	store := c.String("store", "store", "directory that keeps run directories")
@@ -98,4 +111,23 @@ func printJSON(w io.Writer, v any) {
 		return
 	}
 	fmt.Fprintf(w, "%s\n", b)
+}
+
+// scenarioArg finds --scenario's value among a run's arguments, as the
+// flag package would read it.
+func scenarioArg(args []string) (string, bool) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		for _, name := range []string{"-scenario", "--scenario"} {
+			if v, ok := strings.CutPrefix(a, name+"="); ok {
+				return v, true
+			}
+			if a == name && i+1 < len(args) {
+				return args[i+1], true
+			}
+		}
+	}
+	return "", false
 }

@@ -38,6 +38,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many runs go at once, each on a topology of its own, longest expected first: one per core and one more unless given")
 	reuse := c.Bool("reuse", true, "reset a finished run's topology for a later run that starts the same one instead of starting another")
 	stopFlag := c.String("stop-on-anomaly", "expected", "expected: end each unsafe scenario's run once its anomaly is certain (it then heals, checks liveness and is checked as usual); off: every run lasts its time limit")
+	fromDir := c.String("dir", "", "run the scenario files (*.toml) in `DIR` instead of a named suite, each once, seed 1, against its expectation")
 	shard := c.String("shard", "", "run only part `i/n` of the suite: every n-th row from row i, all its seeds; `harness suite merge` joins the parts' results")
 	override := overrideFlags(c)
 	if len(args) > 0 && args[0] == "merge" {
@@ -61,7 +62,17 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	default:
 		return c.fail(stderr, "one suite at a time, got %q", pos)
 	}
-	plan, err := scenario.PlanSuite(name)
+	var plan []scenario.Planned
+	var err error
+	if *fromDir != "" {
+		if len(pos) > 0 {
+			return c.fail(stderr, "--dir runs the files in %s; a suite name (%q) goes without it", *fromDir, pos[0])
+		}
+		name = "dir " + filepath.Base(filepath.Clean(*fromDir))
+		plan, err = scenario.PlanDir(*fromDir)
+	} else {
+		plan, err = scenario.PlanSuite(name)
+	}
 	if err != nil {
 		return c.fail(stderr, "%v", err)
 	}

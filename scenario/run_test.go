@@ -243,3 +243,13 @@ func TestValidateNamesBadValues(t *testing.T) {
 		}
 	}
 }
+
+// entrySpec is a spec as the catalog's rows write theirs.
+func entrySpec(topology, lock, nemesis string, ttl, hold, limit time.Duration) Spec {
+	s := Defaults()
+	s.Topology, s.Lock, s.Nemesis = topology, lock, nemesis
+	s.TTL, s.Hold, s.TimeLimit = Duration(ttl), Duration(hold), Duration(limit)
+	return s
+}
+
+const sec = time.Second

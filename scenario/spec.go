@@ -25,57 +25,57 @@ import (
 // Spec is everything that defines a run. The same spec and seed make the
 // same choices.
 type Spec struct {
-	Name     string `json:"name"`
-	Topology string `json:"topology"`
+	Name     string `json:"name" toml:"name"`
+	Topology string `json:"topology" toml:"topology"`
 	// Target is a deployment the harness did not start (redis://HOST:PORT);
 	// recorded without its password.
-	Target  string `json:"target,omitempty"`
-	Backend string `json:"backend"`
+	Target  string `json:"target,omitempty" toml:"target"`
+	Backend string `json:"backend" toml:"backend"`
 	// Image is the docker backend's node image (empty: cluster.DefaultImage).
-	Image string `json:"image,omitempty"`
+	Image string `json:"image,omitempty" toml:"image"`
 	// Lock is the recipe and its options (redsync:tries=1).
-	Lock string `json:"lock"`
+	Lock string `json:"lock" toml:"lock"`
 	// WorkerCmd is the program every client runs with lock exec.
-	WorkerCmd string `json:"worker_cmd,omitempty"`
-	Workload  string `json:"workload"`
+	WorkerCmd string `json:"worker_cmd,omitempty" toml:"worker_cmd"`
+	Workload  string `json:"workload" toml:"workload"`
 	// Resource is what the lock protects: memory (the in-memory counter)
 	// or postgres (empty: what the workload implies).
-	Resource string `json:"resource,omitempty"`
+	Resource string `json:"resource,omitempty" toml:"resource"`
 	// Fencing is how inventory writes are fenced (resource.Fencings).
-	Fencing string `json:"fencing,omitempty"`
+	Fencing string `json:"fencing,omitempty" toml:"fencing"`
 	// WriteSQL is a file with the user's own inventory write statement.
-	WriteSQL string `json:"write_sql,omitempty"`
+	WriteSQL string `json:"write_sql,omitempty" toml:"write_sql"`
 	// Keys is the number of lock keys (0: one, Key): the jobs workload's
 	// queues, or the mutex workload's keys, each with its own counter; on
 	// a cluster they are spread over the shards (cluster.KeyNames).
-	Keys int `json:"keys,omitempty"`
+	Keys int `json:"keys,omitempty" toml:"keys"`
 	// Idempotent makes a job's done row unique (ON CONFLICT DO NOTHING).
-	Idempotent bool `json:"idempotent,omitempty"`
+	Idempotent bool `json:"idempotent,omitempty" toml:"idempotent"`
 	// Nemesis is the fault list with the faults' options.
-	Nemesis string `json:"nemesis"`
+	Nemesis string `json:"nemesis" toml:"nemesis"`
 	// Interval is the mean quiet time between faults (0: from the TTL).
-	Interval Duration `json:"nemesis_interval,omitempty"`
-	Clients  int      `json:"clients"`
+	Interval Duration `json:"nemesis_interval,omitempty" toml:"nemesis_interval"`
+	Clients  int      `json:"clients" toml:"clients"`
 	// Nodes is the topology's number of nodes (0: its own size).
-	Nodes int `json:"nodes,omitempty"`
+	Nodes int `json:"nodes,omitempty" toml:"nodes"`
 	// Shards and Replicas size a cluster topology (0: its defaults).
-	Shards   int      `json:"shards,omitempty"`
-	Replicas int      `json:"replicas,omitempty"`
-	TTL      Duration `json:"ttl"`
-	Hold     Duration `json:"hold"`
+	Shards   int      `json:"shards,omitempty" toml:"shards"`
+	Replicas int      `json:"replicas,omitempty" toml:"replicas"`
+	TTL      Duration `json:"ttl" toml:"ttl"`
+	Hold     Duration `json:"hold" toml:"hold"`
 	// Backoff is the mean pause of a client between cycles, drawn from
 	// [D/3, 5D/3); 0: none, every client at full speed.
-	Backoff     Duration `json:"backoff"`
-	TimeLimit   Duration `json:"time_limit"`
-	OpTimeout   Duration `json:"op_timeout"`
-	Persistence string   `json:"persistence"`
-	Seed        int64    `json:"seed"`
-	Key         string   `json:"key"`
+	Backoff     Duration `json:"backoff" toml:"backoff"`
+	TimeLimit   Duration `json:"time_limit" toml:"time_limit"`
+	OpTimeout   Duration `json:"op_timeout" toml:"op_timeout"`
+	Persistence string   `json:"persistence" toml:"persistence"`
+	Seed        int64    `json:"seed" toml:"seed"`
+	Key         string   `json:"key" toml:"key"`
 	// Auth runs every node and sentinel with passwords and an ACL user
 	// that may run only what a lock client needs, on the lock's keys; TLS
 	// runs them with TLS only, with certificates made for the run.
-	Auth bool `json:"auth,omitempty"`
-	TLS  bool `json:"tls,omitempty"`
+	Auth bool `json:"auth,omitempty" toml:"auth"`
+	TLS  bool `json:"tls,omitempty" toml:"tls"`
 }
 
 // Defaults is the spec `harness run` starts from.
@@ -375,6 +375,9 @@ func (d *Duration) Set(s string) error {
 }
 
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalText reads a duration as a scenario file writes it ("1.5s").
+func (d *Duration) UnmarshalText(b []byte) error { return d.Set(string(b)) }
 
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string

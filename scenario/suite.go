@@ -67,9 +67,24 @@ func PlanSuite(name string) ([]Planned, error) {
 	return plan, nil
 }
 
-func catalogRuns(seeds int) []Planned {
+func catalogRuns(seeds int) []Planned { return entryRuns(Catalog, seeds) }
+
+// PlanDir lists the runs of the scenario files in dir (ReadScenarioDir):
+// each once, seed 1, against its expectation.
+func PlanDir(dir string) ([]Planned, error) {
+	entries, err := ReadScenarioDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	plan := entryRuns(entries, 1)
+	numberRows(plan)
+	return plan, nil
+}
+
+// entryRuns is every entry for seeds 1 to seeds, against its expectation.
+func entryRuns(entries []Entry, seeds int) []Planned {
 	var out []Planned
-	for _, e := range Catalog {
+	for _, e := range entries {
 		for seed := 1; seed <= seeds; seed++ {
 			s := e.Spec
 			s.Name, s.Seed = e.Name, int64(seed)

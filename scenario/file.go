@@ -1,0 +1,310 @@
+package scenario
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/lockharness/lockharness/checker"
+)
+
+// A scenario file is one catalog entry as TOML: the row's words (name,
+// source, story, expect, compare) and a [spec] table whose keys are
+// results.json's spec keys, the flags of `harness run` with _ for -. What a
+// file leaves out is Defaults(). The built-in catalog is such files,
+// embedded from catalog/ (their names' numbers keep its order); users
+// keep theirs beside their code and run them by path.
+//
+// In worker_cmd and write_sql, {repo} stands for the harness's checkout
+// (its reference workers) and {dir} for the file's own directory.
+
+//go:embed catalog/*.toml
+var catalogFiles embed.FS
+
+// scenarioFile is a scenario file as it decodes.
+type scenarioFile struct {
+	Name    string `toml:"name"`
+	Source  string `toml:"source"`
+	Story   string `toml:"story"`
+	Expect  string `toml:"expect"`
+	Compare string `toml:"compare"`
+	Spec    Spec   `toml:"spec"`
+}
+
+// ScenarioExt is how a scenario file's name ends.
+const ScenarioExt = ".toml"
+
+// ParseScenario reads a scenario file's text; name is how errors call the
+// file, dir is where {dir} points. A file that does not decode, names a
+// field that does not exist, or asks for a spec the harness cannot run is
+// refused with the line and the field.
+func ParseScenario(name, dir string, data []byte) (Entry, error) {
+	f := scenarioFile{Spec: Defaults()}
+	d := toml.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&f); err != nil {
+		return Entry{}, decodeError(name, err)
+	}
+	at := func(key string) string { return name + lineOf(data, key) }
+	if f.Name == "" {
+		return Entry{}, fmt.Errorf("%s: no name: a scenario file starts with name = \"...\"", name)
+	}
+	if !validName.MatchString(f.Name) {
+		return Entry{}, fmt.Errorf("%s: name %q: letters, digits and - only, as a run directory is named", at("name"), f.Name)
+	}
+	expect, err := ParseExpect(f.Expect)
+	if err != nil {
+		return Entry{}, fmt.Errorf("%s: expect: %w", at("expect"), err)
+	}
+	f.Spec.WorkerCmd = expandPaths(f.Spec.WorkerCmd, dir, shellQuote)
+	f.Spec.WriteSQL = expandPaths(f.Spec.WriteSQL, dir, func(p string) string { return p })
+	e := Entry{Name: f.Name, Source: f.Source, Story: f.Story, Spec: f.Spec, Expect: expect, Compare: f.Compare}
+	e.Spec.Name = f.Name
+	return e, nil
+}
+
+// checkScenario refuses a parsed file whose spec the harness cannot run,
+// naming the line of the field at fault. It resolves the spec, which for
+// an outside worker starts it once to read its ready line.
+func checkScenario(e Entry, name string, data []byte) error {
+	if err := e.Spec.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", specErrorAt(name, data, err), err)
+	}
+	return nil
+}
+
+// placedPath is a path a scenario file writes from the harness's checkout
+// or from the file's own directory.
+var placedPath = regexp.MustCompile(`\{(repo|dir)\}/(\S+)`)
+
+// expandPaths resolves {repo}/PATH (a file of the harness's checkout, found
+// as its reference workers are) and {dir}/PATH (beside the scenario file)
+// in s, each written by quote.
+func expandPaths(s, dir string, quote func(string) string) string {
+	return placedPath.ReplaceAllStringFunc(s, func(m string) string {
+		parts := placedPath.FindStringSubmatch(m)
+		if parts[1] == "repo" {
+			return quote(repoFile(parts[2]))
+		}
+		return quote(filepath.Join(dir, parts[2]))
+	})
+}
+
+// validName is what a scenario may be called.
+var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+
+// ReadScenario reads a scenario file, and refuses one whose spec the
+// harness cannot run (checkScenario).
+func ReadScenario(file string) (Entry, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Entry{}, err
+	}
+	e, err := ParseScenario(file, filepath.Dir(file), data)
+	if err != nil {
+		return Entry{}, err
+	}
+	return e, checkScenario(e, file, data)
+}
+
+// ReadScenarioDir reads every scenario file in dir, in name order; two of
+// the same name are refused.
+func ReadScenarioDir(dir string) ([]Entry, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*"+ScenarioExt))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no scenario files (*%s)", dir, ScenarioExt)
+	}
+	sort.Strings(files)
+	var out []Entry
+	where := map[string]string{}
+	for _, f := range files {
+		e, err := ReadScenario(f)
+		if err != nil {
+			return nil, err
+		}
+		if other, ok := where[e.Name]; ok {
+			return nil, fmt.Errorf("%s: scenario %q is also %s", f, e.Name, other)
+		}
+		where[e.Name] = f
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// IsScenarioFile reports whether arg names a scenario file rather than a
+// catalog entry.
+func IsScenarioFile(arg string) bool {
+	return strings.HasSuffix(arg, ScenarioExt) || strings.ContainsRune(arg, filepath.Separator)
+}
+
+// LookupOrRead is Lookup for a catalog name, ReadScenario for a file.
+func LookupOrRead(arg string) (Entry, error) {
+	if IsScenarioFile(arg) {
+		return ReadScenario(arg)
+	}
+	return Lookup(arg)
+}
+
+// loadCatalog reads the embedded catalog files, in their order.
+func loadCatalog() []Entry {
+	names, err := fs.Glob(catalogFiles, "catalog/*"+ScenarioExt)
+	if err != nil {
+		panic(err)
+	}
+	sort.Strings(names)
+	var out []Entry
+	for _, n := range names {
+		data, err := catalogFiles.ReadFile(n)
+		if err != nil {
+			panic(err)
+		}
+		e, err := ParseScenario("scenario/"+n, path.Dir(n), data)
+		if err != nil {
+			// The catalog is part of the binary: a test reads it too.
+			panic(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// ParseExpect reads an expectation as Expect.String writes it: safe,
+// unsafe, unsafe: ANOMALY, or safe: fencing.rejected >= 1.
+func ParseExpect(s string) (Expect, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "safe":
+		return Expect{}, nil
+	case s == "unsafe":
+		return Expect{Unsafe: true}, nil
+	case s == (Expect{Fenced: true}).String():
+		return Expect{Fenced: true}, nil
+	}
+	if a, ok := strings.CutPrefix(s, "unsafe: "); ok {
+		for _, name := range checker.AnomalyNames {
+			if a == name {
+				return Expect{Unsafe: true, Anomaly: a}, nil
+			}
+		}
+		return Expect{}, fmt.Errorf("unknown anomaly %q (valid: %s)", a, strings.Join(checker.AnomalyNames, ", "))
+	}
+	return Expect{}, fmt.Errorf("%q is no expectation (valid: safe, unsafe, unsafe: ANOMALY, %s)", s, Expect{Fenced: true})
+}
+
+// decodeError names the line and field a TOML decoder refused.
+func decodeError(name string, err error) error {
+	var missing *toml.StrictMissingError
+	if errors.As(err, &missing) && len(missing.Errors) > 0 {
+		var msgs []string
+		for _, e := range missing.Errors {
+			row, _ := e.Position()
+			key := e.Key()
+			msgs = append(msgs, fmt.Sprintf("%s:%d: unknown field %s (valid%s: %s)", name, row,
+				strings.Join(key, "."), tableWord(key), strings.Join(fieldsOf(key), ", ")))
+		}
+		return errors.New(strings.Join(msgs, "\n"))
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, col := de.Position()
+		field := ""
+		if k := de.Key(); len(k) > 0 {
+			field = " field " + strings.Join(k, ".") + ":"
+		}
+		return fmt.Errorf("%s:%d:%d:%s %s", name, row, col, field, strings.TrimPrefix(de.Error(), "toml: "))
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// tableWord says where the valid fields of a key are.
+func tableWord(key []string) string {
+	if len(key) > 1 {
+		return " in [" + strings.Join(key[:len(key)-1], ".") + "]"
+	}
+	return " at the top"
+}
+
+// fieldsOf lists the fields a key's table may have.
+func fieldsOf(key []string) []string {
+	t := reflect.TypeOf(scenarioFile{})
+	inSpec := len(key) > 1 && key[0] == "spec"
+	if inSpec {
+		t = reflect.TypeOf(Spec{})
+	}
+	var names []string
+	for i := range t.NumField() {
+		tag := t.Field(i).Tag.Get("toml")
+		if tag == "" || inSpec && tag == "name" { // the file's name names the spec
+			continue
+		}
+		names = append(names, tag)
+	}
+	return names
+}
+
+// lineOf is ":N", the line where key is set in a scenario file, or "" if
+// it is not.
+func lineOf(data []byte, key string) string {
+	re := regexp.MustCompile(`^\s*` + regexp.QuoteMeta(key) + `\s*=`)
+	for i, l := range strings.Split(string(data), "\n") {
+		if re.MatchString(l) {
+			return fmt.Sprintf(":%d", i+1)
+		}
+	}
+	return ""
+}
+
+// specErrorAt points a spec's refusal at the line of the field it names:
+// the field whose flag it names (--worker-cmd), or else the first field of
+// the [spec] table whose value it quotes.
+func specErrorAt(name string, data []byte, err error) string {
+	msg := err.Error()
+	for _, m := range flagName.FindAllStringSubmatch(msg, -1) {
+		key := strings.ReplaceAll(m[1], "-", "_")
+		if at := lineOf(data, key); at != "" {
+			return name + at + ": field spec." + key
+		}
+	}
+	t := reflect.TypeOf(Spec{})
+	for i := 0; i < t.NumField(); i++ {
+		key := t.Field(i).Tag.Get("toml")
+		if key == "name" {
+			continue
+		}
+		if at := lineOf(data, key); at != "" {
+			if v := valueOn(data, at); v != "" && strings.Contains(msg, `"`+v+`"`) {
+				return name + at + ": field spec." + key
+			}
+		}
+	}
+	return name + ": [spec]"
+}
+
+// flagName finds a flag an error names.
+var flagName = regexp.MustCompile(`--([a-z][a-z-]*)`)
+
+// valueOn is the value set on line at (":N") of data, unquoted.
+func valueOn(data []byte, at string) string {
+	var n int
+	fmt.Sscanf(at, ":%d", &n)
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	_, v, _ := strings.Cut(lines[n-1], "=")
+	return strings.Trim(strings.TrimSpace(v), `"'`)
+}

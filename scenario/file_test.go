@@ -1,0 +1,115 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The catalog is its files: each parses, is named as its file, and none
+// is there twice.
+func TestCatalogFilesParse(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("catalog", "*"+ScenarioExt))
+	if err != nil || len(files) != len(Catalog) || len(Catalog) < 32 {
+		t.Fatalf("%d files, %d entries (%v)", len(files), len(Catalog), err)
+	}
+	seen := map[string]bool{}
+	for i, f := range files {
+		e, err := ReadScenario(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base := filepath.Base(f); !strings.HasSuffix(base, "-"+e.Name+ScenarioExt) || Catalog[i].Name != e.Name {
+			t.Errorf("%s holds %s; the catalog's entry %d is %s", f, e.Name, i, Catalog[i].Name)
+		}
+		if seen[e.Name] {
+			t.Errorf("%s twice", e.Name)
+		}
+		seen[e.Name] = true
+	}
+}
+
+const userScenario = `# a team's own
+name = "our-lock-under-pause"
+source = "our design review"
+story = "a holder freezes past its lease"
+expect = "unsafe: stale-write"
+
+[spec]
+lock = "cad"
+nemesis = "pause-client"
+ttl = "1s"
+time_limit = "6s"
+`
+
+func TestUserScenarioFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pause.toml")
+	os.WriteFile(path, []byte(userScenario), 0o644)
+	e, err := LookupOrRead(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Name != "our-lock-under-pause" || e.Spec.Name != e.Name || !e.Expect.Unsafe || e.Spec.TTL.D() != time.Second ||
+		e.Spec.TimeLimit.D() != 6*time.Second || e.Spec.Clients != Defaults().Clients {
+		t.Errorf("read %+v", e)
+	}
+	entries, err := ReadScenarioDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Errorf("dir: %v %v", entries, err)
+	}
+	os.WriteFile(filepath.Join(dir, "again.toml"), []byte(userScenario), 0o644)
+	if _, err := ReadScenarioDir(dir); err == nil || !strings.Contains(err.Error(), `scenario "our-lock-under-pause" is also`) {
+		t.Errorf("two files of one name: %v", err)
+	}
+}
+
+// A bad file is refused with its line and the field.
+func TestBadScenarioFilesNameTheLineAndField(t *testing.T) {
+	for _, c := range []struct{ change, want string }{
+		{`nemesis = "pause-client"`, "x.toml:9: unknown field spec.nemsis (valid in [spec]: topology, target, backend"},
+		{`ttl = "1s"`, `x.toml:10:7: field spec.ttl:`},
+		{`lock = "cad"`, `x.toml:8: field spec.lock: unknown lock "cda" (valid: cad,`},
+		{`expect = "unsafe: stale-write"`, `x.toml:5: expect: unknown anomaly "stale-writes" (valid: double-grant,`},
+		{`story = "a holder freezes past its lease"`, "x.toml:4: unknown field storey (valid at the top: name, source, story, expect, compare, spec)"},
+	} {
+		bad := map[string]string{
+			`nemesis = "pause-client"`:                  `nemsis = "pause-client"`,
+			`ttl = "1s"`:                                `ttl = "soon"`,
+			`lock = "cad"`:                              `lock = "cda"`,
+			`expect = "unsafe: stale-write"`:            `expect = "unsafe: stale-writes"`,
+			`story = "a holder freezes past its lease"`: `storey = "a holder freezes"`,
+		}[c.change]
+		data := []byte(strings.Replace(userScenario, c.change, bad, 1))
+		e, err := ParseScenario("x.toml", ".", data)
+		if err == nil {
+			err = checkScenario(e, "x.toml", data)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", bad, err, c.want)
+		}
+	}
+	if _, err := ParseScenario("x.toml", ".", []byte("[spec]\nlock = \"cad\"\n")); err == nil || !strings.Contains(err.Error(), "x.toml: no name") {
+		t.Errorf("no name: %v", err)
+	}
+}
+
+func TestScenarioPathsResolve(t *testing.T) {
+	e, err := ParseScenario("x.toml", "/teams/ours", []byte(`name = "w"
+expect = "safe"
+[spec]
+lock = "exec"
+worker_cmd = "/usr/bin/python3 {dir}/worker.py --fast"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Spec.WorkerCmd != "/usr/bin/python3 /teams/ours/worker.py --fast" {
+		t.Errorf("worker_cmd %q", e.Spec.WorkerCmd)
+	}
+	if redisPy, _ := Lookup("redis-py-clean"); redisPy.Spec.WorkerCmd != RedisPyWorker {
+		t.Errorf("the catalog's redis-py worker is %q, want %q", redisPy.Spec.WorkerCmd, RedisPyWorker)
+	}
+}
