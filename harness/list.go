@@ -32,7 +32,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	var own []scenario.Entry
 	if *dir != "" {
 		var err error
-		if own, err = scenario.ReadScenarioDir(*dir); err != nil {
+		if own, err = scenario.ListScenarioDir(*dir); err != nil {
 			return c.fail(stderr, "%v", err)
 		}
 	}

@@ -44,7 +44,7 @@ func init() {
 		{name: "repro", args: "NAME|FILE [--seeds N]", summary: "run a catalog scenario for N seeds; exit 0 when every seed met its expectation", run: cmdRepro},
 		{name: "suite", args: "quick|full|libs|--dir DIR", summary: "run a suite of scenarios and write its matrix report", run: cmdSuite},
 		{name: "compare", args: "--locks A,B --nemesis F,G", summary: "run candidate locks under the same faults and seeds and write one comparison page", run: cmdCompare},
-		{name: "list", args: "", summary: "the topologies, the scenario catalog, the lock recipes and the faults", run: cmdList},
+		{name: "list", args: "[--dir DIR]", summary: "the topologies, the scenario catalog, the lock recipes and the faults", run: cmdList},
 		{name: "check", args: "PATH", summary: "re-check a run directory or a history.jsonl offline; rewrites results.json", run: cmdCheck},
 		{name: "report", args: "DIR", summary: "regenerate results.json, plots and pages of a run directory", run: cmdReport},
 		{name: "serve", args: "[--store DIR] [--addr HOST:PORT]", summary: "browse the store of runs", run: cmdServe},

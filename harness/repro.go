@@ -19,9 +19,10 @@ import (
 // cmdRepro runs one catalog scenario for several seeds and says how often
 // the harness reported what the catalog expects.
 func cmdRepro(args []string, stdout, stderr io.Writer) int {
-	c := newCommand("repro", "NAME [flags]", "Runs the catalog scenario NAME for --seeds seeds and exits 0 exactly when every\n"+
-		"seed met the catalog's expectation (unsafe ones caught, safe ones passed), 1 when\n"+
-		"one did not.\nScenarios: "+strings.Join(catalogNames(), ", "))
+	c := newCommand("repro", "NAME|FILE [flags]", "Runs the catalog scenario NAME, or the scenario file FILE (*.toml, see\n"+
+		"docs/scenarios.md), for --seeds seeds and exits 0 exactly when every seed met its\n"+
+		"expectation (unsafe ones caught, safe ones passed), 1 when one did not.\n"+
+		"Scenarios: "+strings.Join(catalogNames(), ", "))
 	seeds := c.Int("seeds", 1, "how many seeds to run")
 	first := c.Int64("first-seed", 1, "the first seed; the others follow it")
 	store := c.String("store", "store", "directory that keeps run directories")

@@ -113,21 +113,21 @@ func printJSON(w io.Writer, v any) {
 	fmt.Fprintf(w, "%s\n", b)
 }
 
-// scenarioArg finds --scenario's value among a run's arguments, as the
-// flag package would read it.
-func scenarioArg(args []string) (string, bool) {
+// scenarioArg finds --scenario's value among a run's arguments, the last
+// one given, as the flag package keeps it.
+func scenarioArg(args []string) (value string, found bool) {
 	for i, a := range args {
 		if a == "--" {
 			break
 		}
 		for _, name := range []string{"-scenario", "--scenario"} {
 			if v, ok := strings.CutPrefix(a, name+"="); ok {
-				return v, true
+				value, found = v, true
 			}
 			if a == name && i+1 < len(args) {
-				return args[i+1], true
+				value, found = args[i+1], true
 			}
 		}
 	}
-	return "", false
+	return value, found
 }

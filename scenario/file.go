@@ -56,12 +56,15 @@ func ParseScenario(name, dir string, data []byte) (Entry, error) {
 	if err := d.Decode(&f); err != nil {
 		return Entry{}, decodeError(name, err)
 	}
+	if err := durationsAreStrings(name, data); err != nil {
+		return Entry{}, err
+	}
 	at := func(key string) string { return name + lineOf(data, key) }
 	if f.Name == "" {
 		return Entry{}, fmt.Errorf("%s: no name: a scenario file starts with name = \"...\"", name)
 	}
 	if !validName.MatchString(f.Name) {
-		return Entry{}, fmt.Errorf("%s: name %q: letters, digits and - only, as a run directory is named", at("name"), f.Name)
+		return Entry{}, fmt.Errorf("%s: name %q: lower-case letters, digits and - only, as a run directory is named", at("name"), f.Name)
 	}
 	expect, err := ParseExpect(f.Expect)
 	if err != nil {
@@ -101,6 +104,27 @@ func expandPaths(s, dir string, quote func(string) string) string {
 	})
 }
 
+// durationsAreStrings refuses a duration written as a number: Duration is
+// a count of nanoseconds, and the decoder would take hold = 1 as 1 ns.
+func durationsAreStrings(name string, data []byte) error {
+	var doc struct {
+		Spec map[string]any `toml:"spec"`
+	}
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		return decodeError(name, err)
+	}
+	t := reflect.TypeOf(Spec{})
+	for i := range t.NumField() {
+		key := t.Field(i).Tag.Get("toml")
+		if v, ok := doc.Spec[key]; ok && t.Field(i).Type == reflect.TypeOf(Duration(0)) {
+			if _, isString := v.(string); !isString {
+				return fmt.Errorf("%s%s: field spec.%s: a duration is a string such as \"1.5s\", got %v", name, lineOf(data, key), key, v)
+			}
+		}
+	}
+	return nil
+}
+
 // validName is what a scenario may be called.
 var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
@@ -111,16 +135,33 @@ func ReadScenario(file string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	e, err := ParseScenario(file, filepath.Dir(file), data)
+	e, err := parseScenarioFile(file, data)
 	if err != nil {
 		return Entry{}, err
 	}
 	return e, checkScenario(e, file, data)
 }
 
+// parseScenarioFile is ParseScenario for a file on disk, whose {dir} is its
+// directory made absolute: a worker beside it is found from anywhere.
+func parseScenarioFile(file string, data []byte) (Entry, error) {
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return Entry{}, err
+	}
+	return ParseScenario(file, dir, data)
+}
+
+// ListScenarioDir reads the scenario files in dir as ReadScenarioDir does,
+// without resolving their specs (which starts an outside worker): what
+// `harness list` shows.
+func ListScenarioDir(dir string) ([]Entry, error) { return readDir(dir, false) }
+
 // ReadScenarioDir reads every scenario file in dir, in name order; two of
 // the same name are refused.
-func ReadScenarioDir(dir string) ([]Entry, error) {
+func ReadScenarioDir(dir string) ([]Entry, error) { return readDir(dir, true) }
+
+func readDir(dir string, check bool) ([]Entry, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*"+ScenarioExt))
 	if err != nil {
 		return nil, err
@@ -132,7 +173,14 @@ func ReadScenarioDir(dir string) ([]Entry, error) {
 	var out []Entry
 	where := map[string]string{}
 	for _, f := range files {
-		e, err := ReadScenario(f)
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		e, err := parseScenarioFile(f, data)
+		if err == nil && check {
+			err = checkScenario(e, f, data)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -248,7 +296,7 @@ func fieldsOf(key []string) []string {
 	var names []string
 	for i := range t.NumField() {
 		tag := t.Field(i).Tag.Get("toml")
-		if tag == "" || inSpec && tag == "name" { // the file's name names the spec
+		if tag == "" || tag == "-" {
 			continue
 		}
 		names = append(names, tag)
@@ -280,15 +328,24 @@ func specErrorAt(name string, data []byte, err error) string {
 		}
 	}
 	t := reflect.TypeOf(Spec{})
+	var keys []string
 	for i := 0; i < t.NumField(); i++ {
-		key := t.Field(i).Tag.Get("toml")
-		if key == "name" {
-			continue
+		if key := t.Field(i).Tag.Get("toml"); key != "-" && lineOf(data, key) != "" {
+			keys = append(keys, key)
 		}
-		if at := lineOf(data, key); at != "" {
-			if v := valueOn(data, at); v != "" && strings.Contains(msg, `"`+v+`"`) {
-				return name + at + ": field spec." + key
-			}
+	}
+	for _, key := range keys {
+		at := lineOf(data, key)
+		if v := valueOn(data, at); v != "" && strings.Contains(msg, `"`+v+`"`) {
+			return name + at + ": field spec." + key
+		}
+	}
+	// "lock redlock does not run on ...", "clients must be ...": the
+	// field is the error's word.
+	for _, key := range keys {
+		word := regexp.MustCompile(`(^|[^a-z_-])` + regexp.QuoteMeta(strings.ReplaceAll(key, "_", "-")) + `([^a-z_-]|$)`)
+		if word.MatchString(msg) {
+			return name + lineOf(data, key) + ": field spec." + key
 		}
 	}
 	return name + ": [spec]"
@@ -306,5 +363,12 @@ func valueOn(data []byte, at string) string {
 		return ""
 	}
 	_, v, _ := strings.Cut(lines[n-1], "=")
-	return strings.Trim(strings.TrimSpace(v), `"'`)
+	v = strings.TrimSpace(v)
+	if q := v[:min(1, len(v))]; q == `"` || q == "'" {
+		if end := strings.Index(v[1:], q); end >= 0 {
+			return v[1 : end+1]
+		}
+	}
+	v, _, _ = strings.Cut(v, "#") // a comment after a bare value
+	return strings.TrimSpace(v)
 }

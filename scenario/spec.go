@@ -25,7 +25,7 @@ import (
 // Spec is everything that defines a run. The same spec and seed make the
 // same choices.
 type Spec struct {
-	Name     string `json:"name" toml:"name"`
+	Name     string `json:"name" toml:"-"`
 	Topology string `json:"topology" toml:"topology"`
 	// Target is a deployment the harness did not start (redis://HOST:PORT);
 	// recorded without its password.
@@ -69,7 +69,7 @@ type Spec struct {
 	TimeLimit   Duration `json:"time_limit" toml:"time_limit"`
 	OpTimeout   Duration `json:"op_timeout" toml:"op_timeout"`
 	Persistence string   `json:"persistence" toml:"persistence"`
-	Seed        int64    `json:"seed" toml:"seed"`
+	Seed        int64    `json:"seed" toml:"-"`
 	Key         string   `json:"key" toml:"key"`
 	// Auth runs every node and sentinel with passwords and an ACL user
 	// that may run only what a lock client needs, on the lock's keys; TLS
