@@ -143,13 +143,22 @@ func ReadScenario(file string) (Entry, error) {
 }
 
 // parseScenarioFile is ParseScenario for a file on disk, whose {dir} is its
-// directory made absolute: a worker beside it is found from anywhere.
+// directory made absolute: a worker beside it is found from anywhere. A
+// user's scenario may not take a catalog entry's name: their runs would
+// share a store directory, and repro's rates would mix them.
 func parseScenarioFile(file string, data []byte) (Entry, error) {
 	dir, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
 		return Entry{}, err
 	}
-	return ParseScenario(file, dir, data)
+	e, err := ParseScenario(file, dir, data)
+	if err != nil {
+		return Entry{}, err
+	}
+	if _, taken := Lookup(e.Name); taken == nil {
+		return Entry{}, fmt.Errorf("%s%s: name %q is a catalog scenario's; give yours a name of its own", file, lineOf(data, "name"), e.Name)
+	}
+	return e, nil
 }
 
 // ListScenarioDir reads the scenario files in dir as ReadScenarioDir does,

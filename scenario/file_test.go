@@ -66,6 +66,11 @@ func TestUserScenarioFile(t *testing.T) {
 	if err != nil || len(entries) != 1 {
 		t.Errorf("dir: %v %v", entries, err)
 	}
+	taken := filepath.Join(t.TempDir(), "gc.toml")
+	os.WriteFile(taken, []byte(strings.Replace(userScenario, `name = "our-lock-under-pause"`, `name = "gc-pause"`, 1)), 0o644)
+	if _, err := ReadScenario(taken); err == nil || !strings.Contains(err.Error(), taken+`:2: name "gc-pause" is a catalog scenario's`) {
+		t.Errorf("a user file named as a catalog entry: %v", err)
+	}
 	os.WriteFile(filepath.Join(dir, "again.toml"), []byte(userScenario), 0o644)
 	if _, err := ReadScenarioDir(dir); err == nil || !strings.Contains(err.Error(), `scenario "our-lock-under-pause" is also`) {
 		t.Errorf("two files of one name: %v", err)
