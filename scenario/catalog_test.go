@@ -1,11 +1,14 @@
 package scenario
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/reports"
 )
@@ -109,6 +112,19 @@ func TestFailoverDoubleGrant(t *testing.T) {
 	}
 	if !told {
 		t.Errorf("no double grant's causes name the promotion of an unreplicated grant: %q", causes)
+	}
+	// The schedule it followed is kept beside the history: the cut, just
+	// after a grant.
+	b, err := os.ReadFile(filepath.Join(out.Dir, faults.FollowedFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var followed faults.Followed
+	if err := json.Unmarshal(b, &followed); err != nil {
+		t.Fatal(err)
+	}
+	if len(followed.Faults) == 0 || followed.Faults[0].Fault != "partition-primary" || followed.Faults[0].After == nil {
+		t.Errorf("%s: %s", faults.FollowedFile, b)
 	}
 }
 

@@ -128,6 +128,9 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 		return out, fmt.Errorf("checking the history: %w", err)
 	}
 	out.Results = results
+	if err := faults.WriteFollowed(dir, faults.FollowedOf(events, spec.Nemesis, spec.Seed)); err != nil {
+		return out, err
+	}
 	if err := reports.WriteRun(dir, events, results, true); err != nil {
 		return out, err
 	}
