@@ -40,15 +40,11 @@ func WatchGrants(cl *cluster.Cluster, rec *history.Recorder, storeKey func(strin
 		return func() {}
 	}
 	grants := make(chan history.Event, probeQueue)
-	var mu sync.Mutex
-	dropped, closed := 0, false
+	// The watch runs under the recorder's lock, and unwatch takes it: once
+	// unwatch returns, nothing sends on grants or counts dropped.
+	dropped := 0
 	unwatch := rec.Watch(func(e history.Event) {
 		if e.F != history.Acquire || e.Type != history.OK || e.Token == "" {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if closed {
 			return
 		}
 		select {
@@ -73,21 +69,12 @@ func WatchGrants(cl *cluster.Cluster, rec *history.Recorder, storeKey func(strin
 			}
 		}()
 	}
-	done := make(chan struct{})
-	go func() {
-		probers.Wait()
-		close(done)
-	}()
 	return func() {
 		unwatch()
-		mu.Lock()
-		closed = true
 		close(grants)
-		n := dropped
-		mu.Unlock()
-		<-done
-		if n > 0 {
-			log("%d grants came faster than they could be probed and were not: their reports name no node", n)
+		probers.Wait()
+		if dropped > 0 {
+			log("%d grants came faster than they could be probed and were not: their reports name no node", dropped)
 		}
 	}
 }

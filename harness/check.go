@@ -102,13 +102,7 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		fmt.Fprintf(stderr, "harness %s: %s: %v\n", name, histPath, err)
 		return exitHarness
 	}
-	write := reports.WriteRunFrom
-	if *single {
-		write = func(dir, histPath string, res reports.Results, _ bool) error {
-			return reports.WriteRunSingleFile(dir, histPath, res)
-		}
-	}
-	if err := write(dir, histPath, res, render); err != nil {
+	if err := reports.WriteRunFrom(dir, histPath, res, render, *single); err != nil {
 		fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 		return exitHarness
 	}

@@ -34,15 +34,10 @@ func WriteRun(dir string, events []history.Event, res Results, render bool) erro
 }
 
 // WriteRunFrom is WriteRun for results checked from a stream: it reads the
-// history from histPath only when a page needs its events.
-func WriteRunFrom(dir, histPath string, res Results, render bool) error {
-	return writeRunWith(dir, func() ([]history.Event, error) { return history.ReadFile(histPath) }, res, render, false)
-}
-
-// WriteRunSingleFile is WriteRunFrom with the pages rendered, and
-// report.html beside them (see RenderPages).
-func WriteRunSingleFile(dir, histPath string, res Results) error {
-	return writeRunWith(dir, func() ([]history.Event, error) { return history.ReadFile(histPath) }, res, true, true)
+// history from histPath only when a page needs its events; with single it
+// also writes report.html (see RenderPages).
+func WriteRunFrom(dir, histPath string, res Results, render, single bool) error {
+	return writeRunWith(dir, func() ([]history.Event, error) { return history.ReadFile(histPath) }, res, render, single)
 }
 
 func writeRunWith(dir string, events func() ([]history.Event, error), res Results, render, single bool) error {
