@@ -13,6 +13,7 @@ import (
 // example. The whole worker stops, lock watchdog included.
 var pauseClient = Fault{
 	Name:    "pause-client",
+	Waits:   true,
 	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs",
 	Options: []options.Spec{forOpt("1.5-3 TTLs")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
@@ -26,6 +27,7 @@ var pauseClient = Fault{
 // extend-after-expiry.
 var pausePastRelease = Fault{
 	Name:    "pause-past-release",
+	Waits:   true,
 	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs, thawing it just after another client's release",
 	Options: []options.Spec{forOpt("1.5-3 TTLs, then until another client's release")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
@@ -38,6 +40,7 @@ var pausePastRelease = Fault{
 // 1.5-3 TTLs: the delayed reply of Kleppmann's example.
 var pauseAcquire = Fault{
 	Name:    "pause-acquire",
+	Waits:   true,
 	Summary: "SIGSTOP a client inside its recipe (redlock: with acquire replies in flight) for 1.5-3 TTLs",
 	Options: []options.Spec{forOpt("1.5-3 TTLs")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
@@ -74,6 +77,7 @@ func freeze(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, 
 // workload replaces it with a fresh worker.
 var killClient = Fault{
 	Name:    "kill-client",
+	Waits:   true,
 	Summary: "SIGKILL a client at its recipe's pause point (naive: between SETNX and EXPIRE)",
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, _ options.Values) error {
 		point := env.Clients.RecipePoint()

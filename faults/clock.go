@@ -40,6 +40,7 @@ func signed(d time.Duration) string {
 // the clock was ahead expire two TTLs late.
 var clockJump = Fault{
 	Name:       "clock-jump",
+	Waits:      true,
 	Needs:      nodeControl,
 	Summary:    "just after a grant, move a node's clock 2 TTLs forward; move it back 1-2 TTLs later",
 	NeedsClock: true,

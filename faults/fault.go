@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"sort"
@@ -49,6 +50,10 @@ type Fault struct {
 	// NeedsDatabase: the fault acts on the clients' links to a real
 	// resource (--resource postgres).
 	NeedsDatabase bool
+	// Waits: the fault waits for a moment of the workload (a grant, a
+	// client at a pause point) before it begins, so a replay starts it a
+	// little before the moment it began (Step).
+	Waits bool
 	// Options are what the fault takes after its name (kill-node:delay=4s).
 	// An option named "node" names a node: holder, random, or a node of the
 	// topology.
@@ -89,11 +94,49 @@ func (in Injection) Available(c *cluster.Cluster) error {
 		return fmt.Errorf("nemesis %s: no node %q in topology %s (valid: %s, %s, %s)",
 			in, node, c.Topology, nodeHolder, nodeRandom, strings.Join(c.NodeNames(), ", "))
 	}
+	if lost, ok := in.Options[optLost]; ok {
+		names := strings.Split(lost, "/")
+		for _, name := range names {
+			if !slices.Contains(c.NodeNames(), name) {
+				return fmt.Errorf("nemesis %s: no node %q in topology %s (valid: %s)", in, name, c.Topology, strings.Join(c.NodeNames(), ", "))
+			}
+		}
+		if most := len(c.NodeNames()) - c.Quorum(); len(names) > most {
+			return fmt.Errorf("nemesis %s: %d nodes are not a minority of %d (at most %d)", in, len(names), len(c.NodeNames()), most)
+		}
+	}
 	return nil
 }
 
+// FitsClients reports a clients option that names a slot the run does
+// not have.
+func (n Nemesis) FitsClients(clients int) error {
+	var errs []error
+	for _, g := range n {
+		for _, in := range g {
+			slots, _ := in.Options.Slots(optClients)
+			for _, s := range slots {
+				if s >= clients {
+					errs = append(errs, fmt.Errorf("nemesis %s: no client %d among %d clients (slots 0 to %d)", in, s, clients, clients-1))
+					break
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// run injects the fault once. It runs on a copy of the options, into
+// which the fault writes what it draws (pin), so that its start event
+// records every option as it ran and a replay can pin them all.
 func (in Injection) run(ctx context.Context, env *Env, rng *rand.Rand) error {
-	return in.Fault.Run(ctx, env, rng, in.Options)
+	opts := maps.Clone(in.Options)
+	if opts == nil {
+		opts = options.Values{}
+	}
+	e := *env
+	e.ran = opts
+	return in.Fault.Run(ctx, &e, rng, opts)
 }
 
 // Group is faults injected together: the nemesis starts them at the same
@@ -306,7 +349,23 @@ func nodeOpt(def string, holder bool) options.Spec {
 
 // hold is how long a fault holds: its for option, or a draw in [lo, hi].
 func hold(opts options.Values, rng *rand.Rand, lo, hi time.Duration) time.Duration {
-	return opts.Duration(optFor, func() time.Duration { return between(rng, lo, hi).Round(time.Millisecond) })
+	return pinnedDuration(opts, optFor, func() time.Duration { return between(rng, lo, hi).Round(time.Millisecond) })
+}
+
+// pinnedDuration is a duration option's value, or what draw returns,
+// which it pins.
+func pinnedDuration(opts options.Values, name string, draw func() time.Duration) time.Duration {
+	d := opts.Duration(name, draw)
+	pin(opts, name, d.String())
+	return d
+}
+
+// pin writes a value the fault drew into its options as it runs (see
+// Injection.run); nil options, a fault run on its own, keep nothing.
+func pin(opts options.Values, name, value string) {
+	if opts != nil {
+		opts[name] = value
+	}
 }
 
 // sleep waits for d or until ctx ends, and reports whether it waited fully.
@@ -349,6 +408,9 @@ type Env struct {
 	Key string
 	// Log reports progress to the person running the harness.
 	Log func(format string, args ...any)
+	// ran are the options of the fault this copy of the environment runs
+	// (Injection.run), recorded with its start.
+	ran options.Values
 }
 
 // Clients is what client faults need from the workload.
@@ -372,7 +434,8 @@ type Clients interface {
 // Begin records the start of a fault window and returns the function that
 // records its end.
 func (e *Env) Begin(fault, target, detail string) func(detail string) {
-	start := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.Start, Target: target, Detail: detail})
+	start := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.Start, Target: target, Detail: detail,
+		Options: e.ran.String()})
 	e.Log("%7.3fs  %-13s start  %s %s", start.At().Seconds(), fault, target, detail)
 	return func(endDetail string) {
 		end := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.End, Target: target, Detail: endDetail})

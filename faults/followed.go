@@ -2,6 +2,8 @@ package faults
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -22,23 +24,28 @@ const FollowedFile = "schedule.json"
 // then what the harness observed (promotions). It is the record of the
 // schedule a replay sets out to repeat.
 type Followed struct {
-	Nemesis  string          `json:"nemesis"`
-	Seed     int64           `json:"seed"`
+	Nemesis string `json:"nemesis"`
+	Seed    int64  `json:"seed"`
+	// From is when the schedule began, in seconds from the start of the
+	// run: a replay counts its faults' times from there.
+	From     float64         `json:"from_s"`
 	Faults   []FollowedFault `json:"faults"`
 	Observed []Observed      `json:"observed,omitempty"`
 }
 
 // FollowedFault is one fault window. End is nil for one never healed.
 type FollowedFault struct {
-	Fault      string   `json:"fault"`
-	Target     string   `json:"target,omitempty"`
-	Start      float64  `json:"start_s"`
-	End        *float64 `json:"end_s"`
-	Detail     string   `json:"detail,omitempty"`
-	EndDetail  string   `json:"end_detail,omitempty"`
-	StartEvent int      `json:"start_event"`
-	EndEvent   *int     `json:"end_event"`
-	After      *Grant   `json:"after,omitempty"`
+	Fault     string   `json:"fault"`
+	Target    string   `json:"target,omitempty"`
+	Start     float64  `json:"start_s"`
+	End       *float64 `json:"end_s"`
+	Detail    string   `json:"detail,omitempty"`
+	EndDetail string   `json:"end_detail,omitempty"`
+	// Options are the fault's options as it ran, those it drew included.
+	Options    string `json:"options,omitempty"`
+	StartEvent int    `json:"start_event"`
+	EndEvent   *int   `json:"end_event"`
+	After      *Grant `json:"after,omitempty"`
 }
 
 // Grant is the grant a fault waited for: whose, its completion event and
@@ -63,12 +70,13 @@ type Observed struct {
 // lock").
 var waitedFor = regexp.MustCompile(`client (\d+)(?: just)? acquired`)
 
-// FollowedOf reads the schedule a run followed out of its history.
-func FollowedOf(events []history.Event, nemesis string, seed int64) Followed {
-	f := Followed{Nemesis: nemesis, Seed: seed, Faults: []FollowedFault{}}
+// FollowedOf reads the schedule a run followed out of its history; from is
+// when the schedule began.
+func FollowedOf(events []history.Event, nemesis string, seed int64, from time.Duration) Followed {
+	f := Followed{Nemesis: nemesis, Seed: seed, From: secs(int64(from)), Faults: []FollowedFault{}}
 	for _, w := range history.FaultWindows(events) {
 		e := &events[w.Start]
-		ff := FollowedFault{Fault: e.F, Target: e.Target, Start: secs(e.Time), Detail: e.Detail, StartEvent: e.Index}
+		ff := FollowedFault{Fault: e.F, Target: e.Target, Start: secs(e.Time), Detail: e.Detail, Options: e.Options, StartEvent: e.Index}
 		if w.End >= 0 {
 			end := &events[w.End]
 			at, idx := secs(end.Time), end.Index
@@ -100,6 +108,80 @@ func lastGrant(events []history.Event, client int, at int64) *Grant {
 		}
 	}
 	return nil
+}
+
+// Steps is the schedule as steps to follow again: every fault with the
+// options it ran with, at its time from the start of the schedule, or, for
+// one that waited for a grant, that long after a grant at the grant's time.
+// Faults the harness no longer knows, or options it no longer takes, are
+// errors naming the fault.
+func (f Followed) Steps() ([]Step, error) {
+	var steps []Step
+	for i, ff := range f.Faults {
+		text := ff.Fault
+		if ff.Options != "" {
+			text += ":" + ff.Options
+		}
+		in, err := ParseOne(text)
+		if err != nil {
+			return nil, fmt.Errorf("fault %d of the schedule: %w", i+1, err)
+		}
+		if !finiteTime(ff.Start) || ff.After != nil && (!finiteTime(ff.After.At) || !finiteTime(ff.After.Delay)) {
+			return nil, fmt.Errorf("fault %d of the schedule (%s): its times are not times of a run: start %v, after %+v", i+1, ff.Fault, ff.Start, ff.After)
+		}
+		st := Step{Injection: in, At: seconds(ff.Start - f.From)}
+		if ff.After != nil {
+			st.At, st.AfterGrant, st.Delay = seconds(ff.After.At-f.From), true, seconds(ff.After.Delay)
+		}
+		st.At = max(st.At, 0)
+		steps = append(steps, st)
+	}
+	return steps, nil
+}
+
+// finiteTime is a time a run can have: not negative, a day at most.
+func finiteTime(s float64) bool { return s >= 0 && s <= 86400 }
+
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// ParseOne reads one fault with its options (kill-node:delay=4s), as a
+// step of a schedule holds it.
+func ParseOne(text string) (Injection, error) {
+	n, err := Parse(text)
+	switch {
+	case err != nil:
+		return Injection{}, err
+	case len(n) == 0:
+		return Injection{}, fmt.Errorf("%q: want a fault, not none", text)
+	case len(n) != 1 || len(n[0]) != 1:
+		return Injection{}, fmt.Errorf("%q: want one fault, not a list", text)
+	}
+	return n[0][0], nil
+}
+
+// ErrOldSchedule is a schedule.json from before schedules could be
+// followed again.
+var ErrOldSchedule = errors.New("written by a harness that did not yet record where its times count from or what each fault drew, so it cannot be followed again")
+
+// ReadFollowed reads the schedule a run directory keeps.
+func ReadFollowed(dir string) (Followed, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FollowedFile))
+	if err != nil {
+		return Followed{}, err
+	}
+	var f Followed
+	var since struct {
+		From *float64 `json:"from_s"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return Followed{}, fmt.Errorf("%s: %w", filepath.Join(dir, FollowedFile), err)
+	}
+	if json.Unmarshal(b, &since); since.From == nil {
+		// Written before schedules kept their origin and options: its
+		// times would be off by the topology's start and nothing pinned.
+		return Followed{}, fmt.Errorf("%s: %w", filepath.Join(dir, FollowedFile), ErrOldSchedule)
+	}
+	return f, nil
 }
 
 // WriteFollowed writes the schedule into a run directory.

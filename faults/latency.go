@@ -15,10 +15,11 @@ var latency = Fault{
 	Options: []options.Spec{
 		{Name: optDelay, Kind: options.Duration, Summary: "the delay each way (default TTL/20-TTL/8)"},
 		forOpt("1-2 TTLs"),
+		clientsOpt,
 	},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		slots := someClients(rng, env.NumClients)
-		delay := opts.Duration(optDelay, func() time.Duration { return between(rng, env.TTL/20, env.TTL/8) })
+		slots := pickClients(opts, rng, env.NumClients)
+		delay := pinnedDuration(opts, optDelay, func() time.Duration { return between(rng, env.TTL/20, env.TTL/8) })
 		hold := hold(opts, rng, env.TTL, 2*env.TTL)
 		slow := func(l *Link) error { return l.Delay(delay) }
 		return linksFor(ctx, env, "latency", clientTarget(slots), delay.String()+" each way", linksOf(env, slots), hold, slow)

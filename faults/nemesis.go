@@ -13,17 +13,55 @@ import (
 // a fault chosen by the seeded generator, held for a seeded duration. The
 // same seed gives the same sequence of choices; the history records when
 // each fault actually started and ended. After each fault it checks that
-// everything healed (Env.Healed).
+// everything healed (Env.Healed). Given Steps, it follows them instead.
 type Schedule struct {
 	Groups Nemesis
 	Seed   int64
 	// Gap bounds the quiet time before each fault.
 	MinGap, MaxGap time.Duration
+	// Steps, when there are any, are the schedule to follow: each fault
+	// at its own time from Start, overlapping where their times overlap.
+	Steps []Step
+	// Start is when the schedule's times count from: when the clients
+	// started, so that their first grants come after it (zero: when Run
+	// is called).
+	Start time.Time
 }
+
+// Step is one fault of a schedule that is followed rather than drawn (a
+// replay's, a shrunk scenario's): the fault with its options, those it
+// drew before pinned, and when it starts.
+type Step struct {
+	Injection Injection
+	// At is when the fault starts, from the start of the schedule; with
+	// AfterGrant, when the grant it waited for came.
+	At time.Duration
+	// AfterGrant: the fault began Delay after a grant. The step waits for
+	// the first grant from a little before At, then Delay, and the fault
+	// takes that grant for the one it waits for.
+	AfterGrant bool
+	Delay      time.Duration
+}
+
+// String is the step as `harness replay` prints it.
+func (st Step) String() string {
+	if st.AfterGrant {
+		return fmt.Sprintf("%s %v after a grant at %.3fs", st.Injection, st.Delay, st.At.Seconds())
+	}
+	return fmt.Sprintf("%s at %.3fs", st.Injection, st.At.Seconds())
+}
+
+// lead is how long before its time a step that waits for a moment of the
+// workload starts waiting: the same moment comes a little earlier or later
+// in another run.
+func lead(ttl time.Duration) time.Duration { return min(ttl/4, 250*time.Millisecond) }
 
 // Run injects faults until ctx ends and returns the first error a fault
 // reported. Every fault heals before Run returns.
 func (s Schedule) Run(ctx context.Context, env *Env) error {
+	if len(s.Steps) > 0 {
+		return s.follow(ctx, env)
+	}
 	if len(s.Groups) == 0 {
 		<-ctx.Done()
 		return nil
@@ -63,4 +101,81 @@ func (g Group) Run(ctx context.Context, env *Env, rng *rand.Rand) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// follow runs every step at its time, each with a generator of its own
+// for what is left to draw, and checks that everything healed once all
+// are done.
+func (s Schedule) follow(ctx context.Context, env *Env) error {
+	start := s.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	errs := make([]error, len(s.Steps))
+	var wg sync.WaitGroup
+	for i, st := range s.Steps {
+		rng := rand.New(rand.NewSource(s.Seed + int64(i)))
+		wg.Go(func() { errs[i] = st.run(ctx, env, start, rng) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return env.Healed()
+}
+
+func (st Step) run(ctx context.Context, env *Env, start time.Time, rng *rand.Rand) error {
+	wake := st.At
+	if st.AfterGrant || st.Injection.Waits {
+		wake -= lead(env.TTL)
+	}
+	opens := start.Add(wake)
+	if !sleep(ctx, time.Until(opens)) {
+		return nil
+	}
+	if st.AfterGrant {
+		// The grant of the holder of now will do if it came after the
+		// window opened (the step may start late); otherwise the next.
+		wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
+		slot, held, err := env.Clients.AwaitHolder(wctx)
+		if err == nil && time.Now().Add(-held).Before(opens) {
+			slot, err = env.Clients.AwaitGrant(wctx)
+			held = 0
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil {
+			granted := time.Now().Add(-held)
+			if !sleep(ctx, time.Until(granted.Add(st.Delay))) {
+				return nil
+			}
+			ctx = withGrant(ctx, slot, granted)
+		}
+	}
+	return Group{st.Injection}.Run(ctx, env, rng)
+}
+
+// grantKey carries a grant a step already waited for to the fault.
+type grantKey struct{}
+
+type waitedGrant struct {
+	slot int
+	at   time.Time
+}
+
+func withGrant(ctx context.Context, slot int, at time.Time) context.Context {
+	return context.WithValue(ctx, grantKey{}, waitedGrant{slot, at})
+}
+
+// grantWaited is the grant a followed step waited for before the fault
+// began (the client, and how long ago it was granted): a fault that waits
+// for a grant takes it instead of waiting for another.
+func grantWaited(ctx context.Context) (slot int, held time.Duration, ok bool) {
+	g, ok := ctx.Value(grantKey{}).(waitedGrant)
+	return g.slot, time.Since(g.at), ok
 }

@@ -16,13 +16,16 @@ func someNode(env *Env, rng *rand.Rand) cluster.Node {
 
 // chooseNode is the node a fault hits: the one its node option names, or
 // drawn (random), or, for "holder" and a grant seen (holder ≥ 0), the node
-// a fault on that holder should hit (holdersNode).
+// a fault on that holder should hit (holdersNode). A node drawn is pinned;
+// the holder's is found again by a replay, from its own grant.
 func chooseNode(env *Env, opts options.Values, def string, drawn cluster.Node, holder int) cluster.Node {
 	switch choice := opts.Get(optNode, def); choice {
 	case nodeRandom:
+		pin(opts, optNode, drawn.Name())
 		return drawn
 	case nodeHolder:
 		if holder < 0 {
+			pin(opts, optNode, drawn.Name())
 			return drawn
 		}
 		return holdersNode(env, holder, drawn)
@@ -65,6 +68,7 @@ var pauseNode = Fault{
 // the node's persistence: without it the lock is forgotten.
 var killNode = Fault{
 	Name:    "kill-node",
+	Waits:   true,
 	Needs:   nodeControl,
 	Summary: "SIGKILL a node just after a grant; restart it 0-100ms later",
 	Options: []options.Spec{
@@ -73,7 +77,7 @@ var killNode = Fault{
 	},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		drawn := someNode(env, rng)
-		delay := opts.Duration(optDelay, func() time.Duration { return between(rng, 0, 100*time.Millisecond) })
+		delay := pinnedDuration(opts, optDelay, func() time.Duration { return between(rng, 0, 100*time.Millisecond) })
 		holder, err := awaitHolder(ctx, env)
 		if ctx.Err() != nil {
 			return nil
@@ -146,6 +150,9 @@ func maxTime(a, b time.Time) time.Time {
 // followed. In all it waits up to a TTL and 100 ms, then up to 3 TTLs for
 // the grant.
 func awaitHolder(ctx context.Context, env *Env) (int, error) {
+	if slot, _, ok := grantWaited(ctx); ok {
+		return slot, nil
+	}
 	if env.Cluster.Can(cluster.Majorities) == nil {
 		start := time.Now()
 		expired := start

@@ -13,9 +13,9 @@ import (
 var partition = Fault{
 	Name:    "partition",
 	Summary: "blackhole some clients' links in both directions for 1-2 TTLs",
-	Options: []options.Spec{forOpt("1-2 TTLs")},
+	Options: []options.Spec{forOpt("1-2 TTLs"), clientsOpt},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		slots := someClients(rng, env.NumClients)
+		slots := pickClients(opts, rng, env.NumClients)
 		hold := hold(opts, rng, env.TTL, 2*env.TTL)
 		return blackholeFor(ctx, env, "partition", clientTarget(slots), "cut from every node", linksOf(env, slots), hold)
 	},

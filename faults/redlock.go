@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,9 @@ import (
 
 // Reachability faults for topologies of independent nodes (Redlock): each
 // client sees only some of the nodes.
+
+// optLost pins the nodes partition-minority cuts some clients off from.
+const optLost = "lost"
 
 var onlyMajorities = []cluster.Capability{cluster.Majorities}
 
@@ -93,16 +97,28 @@ var partitionMinority = Fault{
 	Name:    "partition-minority",
 	Summary: "some clients lose a minority of the nodes for 1-2 TTLs",
 	Needs:   onlyMajorities,
-	Options: []options.Spec{forOpt("1-2 TTLs")},
+	Options: []options.Spec{forOpt("1-2 TTLs"), clientsOpt,
+		{Name: optLost, Kind: options.Word, Arg: "NAME/NAME", Summary: "the nodes they lose, joined by / (default: drawn, a minority)"}},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		slots := someClients(rng, env.NumClients)
+		slots := pickClients(opts, rng, env.NumClients)
 		nodes := env.Cluster.Nodes
-		lost := rng.Perm(len(nodes))[:len(nodes)-env.Cluster.Quorum()]
+		var lost []int
+		if given, ok := opts[optLost]; ok {
+			for _, name := range strings.Split(given, "/") {
+				if i := slices.IndexFunc(nodes, func(n cluster.Node) bool { return n.Name() == name }); i >= 0 && !slices.Contains(lost, i) {
+					lost = append(lost, i)
+				}
+			}
+		}
+		if len(lost) == 0 || len(lost) > len(nodes)-env.Cluster.Quorum() {
+			lost = rng.Perm(len(nodes))[:len(nodes)-env.Cluster.Quorum()]
+		}
 		sortInts(lost)
 		var names []string
 		for _, i := range lost {
 			names = append(names, nodes[i].Name())
 		}
+		pin(opts, optLost, strings.Join(names, "/"))
 		var links []*Link
 		for _, slot := range slots {
 			for _, i := range lost {

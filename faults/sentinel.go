@@ -68,7 +68,8 @@ var partitionPrimary = Fault{
 	Name:    "partition-primary",
 	Summary: "cut the lock's primary off from its replicas, its monitors (sentinels; a cluster's bus) and some clients for 5-7 s",
 	Needs:   withFailoverOf,
-	Options: []options.Spec{failoverFor, {Name: optAt, Kind: options.Choice, Choices: []string{atRelease, atGrant},
+	Waits:   true,
+	Options: []options.Spec{failoverFor, clientsOpt, {Name: optAt, Kind: options.Choice, Choices: []string{atRelease, atGrant},
 		Summary: "release: shortly before the holder releases (default); grant: as soon as a client holds the lock"}},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		p, err := primary(ctx, env)
@@ -96,7 +97,7 @@ var partitionPrimary = Fault{
 		if ctx.Err() != nil {
 			return nil
 		}
-		slots := someClientsBut(rng, env.NumClients, holder)
+		slots := pickClientsBut(opts, rng, env.NumClients, holder)
 		links := append([]*Link(nil), internal...)
 		for _, slot := range slots {
 			links = append(links, env.ClientLink(slot, p.Name()))
@@ -126,6 +127,9 @@ const (
 // awaitHeld waits (at most 3 TTLs) until a client holds the lock and
 // returns it (-1 if none was seen) and says what it saw.
 func awaitHeld(ctx context.Context, env *Env) (int, string) {
+	if slot, held, ok := grantWaited(ctx); ok {
+		return slot, fmt.Sprintf("%v after client %d acquired the lock", held.Round(time.Millisecond), slot)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
 	defer cancel()
 	slot, held, err := env.Clients.AwaitHolder(wctx)
@@ -141,6 +145,9 @@ func awaitHeld(ctx context.Context, env *Env) (int, string) {
 // still lands on it. It returns the holder (-1 if none was seen) and says
 // what it saw.
 func awaitBeforeRelease(ctx context.Context, env *Env) (int, string) {
+	if slot, held, ok := grantWaited(ctx); ok {
+		return slot, fmt.Sprintf("%v after client %d acquired the lock", held.Round(time.Millisecond), slot)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
 	defer cancel()
 	ahead := time.Second
@@ -171,7 +178,7 @@ var splitBrain = Fault{
 	Name:    "split-brain",
 	Summary: "partition the lock's primary and some clients from the replicas, monitors (sentinels; a cluster's bus) and other clients for 5-7 s",
 	Needs:   withFailoverOf,
-	Options: []options.Spec{failoverFor},
+	Options: []options.Spec{failoverFor, clientsOpt},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		p, err := primary(ctx, env)
 		if err != nil {
@@ -181,7 +188,7 @@ var splitBrain = Fault{
 		if err != nil {
 			return err
 		}
-		minority := someClients(rng, env.NumClients)
+		minority := pickClients(opts, rng, env.NumClients)
 		inMinority := map[int]bool{}
 		for _, c := range minority {
 			inMinority[c] = true
@@ -277,7 +284,7 @@ var replicationLag = Fault{
 		if err != nil {
 			return err
 		}
-		delay := opts.Duration(optDelay, func() time.Duration { return between(rng, 50*time.Millisecond, 200*time.Millisecond) })
+		delay := pinnedDuration(opts, optDelay, func() time.Duration { return between(rng, 50*time.Millisecond, 200*time.Millisecond) })
 		hold := hold(opts, rng, env.TTL, 2*env.TTL)
 		links, err := env.InternalLinks(p.Name())
 		if err != nil {

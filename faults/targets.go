@@ -3,8 +3,54 @@ package faults
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
+
+	"github.com/lockharness/lockharness/internal/options"
 )
+
+// optClients pins the client slots a fault hits.
+const optClients = "clients"
+
+// clientsOpt is the option that names the clients a fault hits.
+var clientsOpt = options.Spec{Name: optClients, Kind: options.Slots,
+	Summary: "the client slots it hits, joined by / (default: drawn, never all of them)"}
+
+// pickClients is the clients option's slots that the run has, or a draw
+// (someClients), which it pins.
+func pickClients(opts options.Values, rng *rand.Rand, n int) []int {
+	return pickClientsBut(opts, rng, n, -1)
+}
+
+// pickClientsBut is pickClients that leaves one client out (none when
+// except is -1): drawn from the others, or the clients option's slots with
+// except, if among them, traded for the first slot not listed, so that a
+// replay whose holder is another client still spares its holder.
+func pickClientsBut(opts options.Values, rng *rand.Rand, n, except int) []int {
+	var slots []int
+	if given, ok := opts.Slots(optClients); ok {
+		for _, c := range given {
+			if c < n {
+				slots = append(slots, c)
+			}
+		}
+		if i := slices.Index(slots, except); i >= 0 {
+			slots = slices.Delete(slots, i, i+1)
+			for c := 0; c < n; c++ {
+				if c != except && !slices.Contains(given, c) {
+					slots = append(slots, c)
+					break
+				}
+			}
+			slices.Sort(slots)
+		}
+	}
+	if len(slots) == 0 {
+		slots = someClientsBut(rng, n, except)
+	}
+	pin(opts, optClients, options.JoinSlots(slots))
+	return slots
+}
 
 // someClients draws a non-empty set of client slots, leaving at least one
 // client out when there is more than one, so that the rest of the system

@@ -43,6 +43,8 @@ func init() {
 		{name: "run", args: "[--scenario FILE] [flags]", summary: "run one scenario under faults and check it", run: cmdRun},
 		{name: "repro", args: "NAME|FILE [--seeds N]", summary: "run a catalog scenario for N seeds; exit 0 when every seed met its expectation", run: cmdRepro},
 		{name: "suite", args: "quick|full|libs|--dir DIR", summary: "run a suite of scenarios and write its matrix report", run: cmdSuite},
+		{name: "replay", args: "DIR [--times N]", summary: "run a run's fault schedule again, same spec and seed, and say whether its anomaly came back", run: cmdReplay},
+		{name: "shrink", args: "DIR [--budget D]", summary: "search for the smallest schedule that still shows a run's anomaly, and write it as a scenario file", run: cmdShrink},
 		{name: "compare", args: "--locks A,B --nemesis F,G", summary: "run candidate locks under the same faults and seeds and write one comparison page", run: cmdCompare},
 		{name: "list", args: "[--dir DIR]", summary: "the topologies, the scenario catalog, the lock recipes and the faults", run: cmdList},
 		{name: "check", args: "PATH", summary: "re-check a run directory or a history.jsonl offline; rewrites results.json", run: cmdCheck},

@@ -28,11 +28,17 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		{[]string{"suite", "weekly"}, `unknown suite "weekly" (valid: quick, full, libs)`},
 		{[]string{"check"}, `want exactly one path, got 0`},
 		{[]string{"list", "extra"}, `takes no arguments`},
-		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, suite, compare, list, check, report, serve, worker-check, version, help)`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, suite, replay, shrink, compare, list, check, report, serve, worker-check, version, help)`},
 		{[]string{"compare"}, `which locks? --locks A,B,...`},
 		{[]string{"compare", "--locks", "cad,nolock"}, `--locks "nolock": unknown lock "nolock" (valid: cad,`},
 		{[]string{"compare", "--locks", "cad", "--nemesis", "kill-node,gremlins"}, `--nemesis "gremlins": unknown nemesis "gremlins"`},
 		{[]string{"compare", "--locks", "cad", "--ttl", "1s,soon"}, `--ttl "soon": each is a positive duration such as 2s`},
+		{[]string{"replay"}, `want one run directory, got 0 arguments`},
+		{[]string{"replay", "/nonexistent/run"}, `/nonexistent/run is not a run directory: it has no results.json`},
+		{[]string{"replay", "x", "--times", "0"}, `--times must be at least 1, got 0`},
+		{[]string{"shrink", "x", "--tries", "0"}, `--tries must be at least 1, got 0`},
+		{[]string{"shrink", "x", "--budget", "0s"}, `--budget must be positive, got 0s`},
+		{[]string{"run", "--schedule", "/nonexistent/schedule.json"}, `--schedule: open /nonexistent/schedule.json`},
 		{nil, "Usage:"},
 	}
 	for _, c := range cases {

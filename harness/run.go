@@ -31,6 +31,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	c.String("scenario", "", "start from the spec of this scenario `FILE` (*.toml, see docs/scenarios.md) or catalog entry")
 	spec.RegisterFlags(c.FlagSet)
+	schedule := c.String("schedule", "", "follow this fault schedule instead of drawing one from --nemesis: a run's schedule.json (`FILE`) or its directory, as `harness replay` does")
 	restartDelay := c.Duration("restart-delay", 0, "alias for the kill-node option delay: how long kill-node keeps a node down (kill-node:delay=D)")
 	store := c.String("store", "store", "directory that keeps run directories")
 	quiet := c.Bool("quiet", false, "no progress lines, only the summary")
@@ -53,6 +54,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if !c.set("seed") {
 		spec.Seed = time.Now().UnixNano() % 1_000_000
+	}
+	if *schedule != "" {
+		if c.set("nemesis") {
+			return c.fail(stderr, "--schedule follows a schedule and --nemesis draws one: give one of them")
+		}
+		if spec.Schedule, err = scenario.ReadSchedule(*schedule); err != nil {
+			return c.fail(stderr, "--schedule: %v", err)
+		}
+	} else if len(spec.Schedule) > 0 && c.set("nemesis") {
+		return c.fail(stderr, "the scenario follows a schedule of its own, so --nemesis cannot draw one; leave --nemesis out, or write the nemesis in a file without [[spec.schedule]]")
+	}
+	if c.set("restart-delay") && len(spec.Schedule) > 0 {
+		return c.fail(stderr, "--restart-delay sets the nemesis's kill-node delay, and this run follows a schedule: set delay= on the schedule's kill-node instead")
 	}
 	if c.set("restart-delay") {
 		nemesis, err := faults.Parse(spec.Nemesis)

@@ -128,6 +128,10 @@ type Event struct {
 	Phase  string `json:"phase,omitempty"`
 	Target string `json:"target,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// Options is a fault's start: its options as it ran, those it drew at
+	// random included, spelled as after its name (clients=0/2:for=6.854s),
+	// so that a replay can pin them.
+	Options string `json:"options,omitempty"`
 }
 
 // At is the event's time as a duration since the run started.

@@ -116,6 +116,8 @@ func (p *lineParser) field(key []byte, e *Event) bool {
 		e.Target, ok = p.str()
 	case "detail":
 		e.Detail, ok = p.str()
+	case "options":
+		e.Options, ok = p.str()
 	}
 	return ok
 }

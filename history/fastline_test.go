@@ -17,6 +17,7 @@ import (
 func TestFastLinesDecodeAsEncodingJSON(t *testing.T) {
 	lines := [][]byte{
 		[]byte(`{"index":0,"time":5,"type":"invoke","process":"nemesis","f":"partition","phase":"start","target":"n1","detail":"cut \u003cn2\u003e \"x\""}`),
+		[]byte(`{"index":0,"time":5,"type":"info","process":"nemesis","f":"partition","phase":"start","target":"clients 0,2","options":"clients=0/2:for=2.5s"}`),
 		[]byte(`{"index":1,"time":6,"type":"ok","process":3,"client":2,"f":"write","key":"k","token":"t","value":null}`),
 		[]byte(`{ "index" : 2 , "time":7,"type":"fail","process":3,"f":"acquire","value":-4,"final":true,"unseen_renewals":false }`),
 		[]byte(`{"index":3,"time":1.5}`),

@@ -33,6 +33,7 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"sub":   func(a, b time.Duration) time.Duration { return a - b },
 	"add":   func(a, b int) int { return a + b },
 	"deref": func(b *bool) bool { return b != nil && *b },
+	"sides": func(s ...ShrinkSide) []ShrinkSide { return s },
 }).ParseFS(templateFS, "templates/*.html"))
 
 // SingleFile is the page Render writes, with single, for pasting into a

@@ -92,6 +92,22 @@ func TestEveryFaultAppliesRecordsAndHeals(t *testing.T) {
 						if w.End < 0 {
 							t.Errorf("%s: its window opened at %s never closed", in, history.Secs(events[w.Start].Time))
 						}
+						// What it ran with, drawn options included, is
+						// what a replay pins: it must read back as this
+						// fault's options, those it was given kept.
+						opts := events[w.Start].Options
+						back, err := faults.ParseOne(in.Name + ":" + opts)
+						if opts == "" {
+							back, err = faults.ParseOne(in.Name)
+						}
+						if err != nil {
+							t.Errorf("%s recorded options %q that do not read back: %v", in, opts, err)
+						}
+						for k, v := range in.Options {
+							if back.Options[k] != v {
+								t.Errorf("%s recorded options %q, without its %s=%s", in, opts, k, v)
+							}
+						}
 					}
 					if windows == 0 {
 						t.Errorf("%s recorded no window", in)

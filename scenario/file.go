@@ -113,12 +113,59 @@ func durationsAreStrings(name string, data []byte) error {
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		return decodeError(name, err)
 	}
-	t := reflect.TypeOf(Spec{})
+	if err := stringDurations(name, data, "spec.", doc.Spec, reflect.TypeOf(Spec{})); err != nil {
+		return err
+	}
+	steps, _ := doc.Spec["schedule"].([]any)
+	for i, st := range steps {
+		if table, ok := st.(map[string]any); ok {
+			// Step i's keys are found after its own [[spec.schedule]].
+			from := nthIndex(data, []byte("[[spec.schedule]]"), i+1)
+			if err := stringDurations(name, data[from:], "spec.schedule.", table, reflect.TypeOf(Step{})); err != nil {
+				if at := bytes.Count(data[:from], []byte("\n")); at > 0 {
+					err = shiftLine(err, name, at)
+				}
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// nthIndex is where the nth sep is in data (0 when there are fewer).
+func nthIndex(data, sep []byte, n int) int {
+	at := 0
+	for range n {
+		i := bytes.Index(data[at:], sep)
+		if i < 0 {
+			return 0
+		}
+		at += i + len(sep)
+	}
+	return at
+}
+
+// shiftLine moves the line an error of stringDurations names, found in
+// data after its first lines, to its line in the whole file.
+func shiftLine(err error, name string, lines int) error {
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, name+":")
+	n := 0
+	if k, _ := fmt.Sscanf(rest, "%d", &n); !ok || k != 1 {
+		return err
+	}
+	return fmt.Errorf("%s:%d%s", name, n+lines, strings.TrimPrefix(rest, fmt.Sprint(n)))
+}
+
+// stringDurations refuses a number where table, decoded as t, has a
+// Duration field.
+func stringDurations(name string, data []byte, prefix string, table map[string]any, t reflect.Type) error {
 	for i := range t.NumField() {
 		key := t.Field(i).Tag.Get("toml")
-		if v, ok := doc.Spec[key]; ok && t.Field(i).Type == reflect.TypeOf(Duration(0)) {
+		ft := t.Field(i).Type
+		if v, ok := table[key]; ok && (ft == reflect.TypeOf(Duration(0)) || ft == reflect.TypeOf((*Duration)(nil))) {
 			if _, isString := v.(string); !isString {
-				return fmt.Errorf("%s%s: field spec.%s: a duration is a string such as \"1.5s\", got %v", name, lineOf(data, key), key, v)
+				return fmt.Errorf("%s%s: field %s%s: a duration is a string such as \"1.5s\", got %v", name, lineOf(data, key), prefix, key, v)
 			}
 		}
 	}
@@ -380,4 +427,50 @@ func valueOn(data []byte, at string) string {
 	}
 	v, _, _ = strings.Cut(v, "#") // a comment after a bare value
 	return strings.TrimSpace(v)
+}
+
+// FormatScenario writes an entry as a scenario file that ParseScenario
+// reads back as the same entry: the row's words, then in [spec] every
+// field that is not Defaults()'s, then the schedule's steps, if any. header
+// is written first, as comments.
+func FormatScenario(e Entry, header string) ([]byte, error) {
+	var b bytes.Buffer
+	for _, line := range strings.Split(strings.TrimRight(header, "\n"), "\n") {
+		if line != "" {
+			fmt.Fprintf(&b, "# %s\n", line)
+		}
+	}
+	put := func(key string, v any) error {
+		out, err := toml.Marshal(map[string]any{key: v})
+		b.Write(out)
+		return err
+	}
+	var errs []error
+	for _, kv := range []struct{ k, v string }{{"name", e.Name}, {"source", e.Source}, {"story", e.Story}, {"expect", e.Expect.String()}, {"compare", e.Compare}} {
+		if kv.v != "" {
+			errs = append(errs, put(kv.k, kv.v))
+		}
+	}
+	b.WriteString("\n[spec]\n")
+	spec, def := reflect.ValueOf(e.Spec), reflect.ValueOf(Defaults())
+	for i := range spec.NumField() {
+		key := spec.Type().Field(i).Tag.Get("toml")
+		v := spec.Field(i)
+		if key == "-" || key == "schedule" || reflect.DeepEqual(v.Interface(), def.Field(i).Interface()) {
+			continue
+		}
+		if d, ok := v.Interface().(Duration); ok {
+			errs = append(errs, put(key, d.String()))
+		} else {
+			errs = append(errs, put(key, v.Interface()))
+		}
+	}
+	for _, st := range e.Spec.Schedule {
+		b.WriteString("\n[[spec.schedule]]\n")
+		errs = append(errs, put("fault", st.Fault), put("at", st.At.String()))
+		if st.AfterGrant != nil {
+			errs = append(errs, put("after_grant", st.AfterGrant.String()))
+		}
+	}
+	return b.Bytes(), errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package scenario
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,65 @@ worker_cmd = "/usr/bin/python3 {dir}/worker.py --fast"
 	}
 	if redisPy, _ := Lookup("redis-py-clean"); redisPy.Spec.WorkerCmd != RedisPyWorker {
 		t.Errorf("the catalog's redis-py worker is %q, want %q", redisPy.Spec.WorkerCmd, RedisPyWorker)
+	}
+}
+
+// A schedule given in full is read, resolved into the steps the run
+// follows, written back as it was read, and refused where it is wrong.
+func TestScenarioFileWithASchedule(t *testing.T) {
+	data := []byte(userScenario + `
+[[spec.schedule]]
+fault = "pause-client:for=2.5s"
+at = "1.2s"
+
+[[spec.schedule]]
+fault = "kill-node:delay=40ms"
+at = "3.5s"
+after_grant = "5ms"
+`)
+	e, err := ParseScenario("x.toml", ".", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := e.Spec.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Steps) != 2 || plan.Steps[0].String() != "pause-client:for=2.5s at 1.200s" || plan.Steps[1].String() != "kill-node:delay=40ms 5ms after a grant at 3.500s" {
+		t.Errorf("steps %v", plan.Steps)
+	}
+	if plan.Spec.Nemesis != "pause-client,kill-node" || !strings.Contains(plan.Spec.Line(), "a schedule of 2 faults") {
+		t.Errorf("nemesis %q, line %q", plan.Spec.Nemesis, plan.Spec.Line())
+	}
+	out, err := FormatScenario(e, "shrunk from a run\nre-run: harness repro x.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseScenario("y.toml", ".", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !reflect.DeepEqual(back, e) || !strings.HasPrefix(string(out), "# shrunk from a run\n# re-run: harness repro x.toml\n") {
+		t.Errorf("written\n%s\nread back %+v\nwant %+v", out, back, e)
+	}
+	for bad, want := range map[string]string{
+		`at = "3.5s"`:           `x.toml:19: field spec.schedule.at: a duration is a string such as "1.5s", got 3`,
+		`fault = "kill-nod`:     `schedule step 2: unknown nemesis "kill-nod`,
+		`after_grant = "5ms"`:   `schedule step 2 (kill-node:delay=40ms): times must not be negative`,
+		`fault = "pause-client`: `want one fault, not a list`,
+	} {
+		repl := map[string]string{`at = "3.5s"`: `at = 3`, `fault = "kill-nod`: `fault = "kill-nod`, `after_grant = "5ms"`: `after_grant = "-5ms"`,
+			`fault = "pause-client`: `fault = "partition,pause-client`}[bad]
+		text := strings.Replace(string(data), bad, repl, 1)
+		if bad == `fault = "kill-nod` {
+			text = strings.Replace(string(data), `"kill-node:`, `"kill-nod:`, 1)
+		}
+		e, err := ParseScenario("x.toml", ".", []byte(text))
+		if err == nil {
+			err = checkScenario(e, "x.toml", []byte(text))
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", repl, err, want)
+		}
 	}
 }

@@ -100,8 +100,8 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	rec := history.NewRecorder(histFile)
 
 	prov := &reports.Provenance{Harness: version.Harness(), Go: version.Go(), Libraries: locks.LibraryVersions()}
-	var stopped string
-	tables, runErr := drive(ctx, plan, opt, dir, rec, logw, logf, prov, &stopped)
+	var ran driven
+	tables, runErr := drive(ctx, plan, opt, dir, rec, logw, logf, prov, &ran)
 	if runErr != nil {
 		logf("harness error: %v", runErr)
 	}
@@ -109,7 +109,15 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 		runErr = fmt.Errorf("writing the history: %w", err)
 	}
 
-	meta := reports.Meta{Seed: spec.Seed, Command: spec.Command(), Interrupted: ctx.Err() != nil, Provenance: prov, StoppedEarly: stopped}
+	meta := reports.Meta{Seed: spec.Seed, Command: spec.Command(), Interrupted: ctx.Err() != nil, Provenance: prov, StoppedEarly: ran.stopped}
+	if len(spec.Schedule) > 0 {
+		// No flag holds a schedule: a file beside the run does.
+		planned := filepath.Join(dir, PlannedFile)
+		if err := writePlanned(planned, spec.Schedule); err != nil {
+			return out, err
+		}
+		meta.Command += " --schedule " + shellQuote(planned)
+	}
 	if meta.Spec, err = json.Marshal(spec); err != nil {
 		return out, err
 	}
@@ -128,7 +136,7 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 		return out, fmt.Errorf("checking the history: %w", err)
 	}
 	out.Results = results
-	if err := faults.WriteFollowed(dir, faults.FollowedOf(events, spec.Nemesis, spec.Seed)); err != nil {
+	if err := faults.WriteFollowed(dir, faults.FollowedOf(events, spec.Nemesis, spec.Seed, ran.nemesisFrom)); err != nil {
 		return out, err
 	}
 	if err := reports.WriteRun(dir, events, results, true); err != nil {
@@ -157,6 +165,10 @@ type rig struct {
 	kept *keptTopology
 	keep *Topologies
 	how  string
+	// started is when the clients started, on the history's clock and on
+	// the wall's: the fault schedule counts from there.
+	started   time.Duration
+	startedAt time.Time
 }
 
 // startRig starts the plan's topology, one link per client and node, and
@@ -217,6 +229,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 		}
 	}
 	r.stopGrants = faults.WatchGrants(cl, rec, plan.Lock.StoreKey, logf)
+	r.started, r.startedAt = rec.Now(), time.Now()
 	r.work, err = workloads.StartMutex(workloads.MutexConfig{
 		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed, Backoff: spec.Backoff.D(),
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends,
@@ -268,11 +281,20 @@ func (r *rig) close() {
 	r.net.Close()
 }
 
+// driven is what drive notes of a run besides its history.
+type driven struct {
+	// stopped names the anomaly that ended the run early, if one did.
+	stopped string
+	// nemesisFrom is when the fault schedule's times count from: when the
+	// clients started.
+	nemesisFrom time.Duration
+}
+
 // drive runs the topology, workload and nemesis, and always stops them. It
 // notes in prov which servers ran, and returns a real resource's final
 // rows, read once every client stopped (also when the run was
 // interrupted).
-func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any), prov *reports.Provenance, stopped *string) (tables *history.Tables, err error) {
+func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any), prov *reports.Provenance, ran *driven) (tables *history.Tables, err error) {
 	spec := plan.Spec
 	where := spec.Backend + " backend"
 	if spec.Image != "" {
@@ -307,7 +329,7 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	if len(opt.StopOn) > 0 {
 		copts := checker.Options{Slack: reports.DefaultSlack, Database: r.db != nil}
 		watched := watchAnomalies(nctx, rec, opt.StopOn, copts, logf, cancel)
-		defer func() { *stopped = watched() }()
+		defer func() { ran.stopped = watched() }()
 	}
 	// A client that cannot go on (a worker refused by the servers) ends
 	// the run now: what follows would be no evidence.
@@ -318,10 +340,15 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 		case <-nctx.Done():
 		}
 	}()
-	sched := faults.Schedule{Groups: plan.Nemesis, Seed: spec.Seed, MinGap: min(spec.TTL.D()/2, time.Second), MaxGap: min(spec.TTL.D(), 2*time.Second)}
+	sched := faults.Schedule{Groups: plan.Nemesis, Seed: spec.Seed, MinGap: min(spec.TTL.D()/2, time.Second), MaxGap: min(spec.TTL.D(), 2*time.Second),
+		Steps: plan.Steps, Start: r.startedAt}
 	if spec.Interval > 0 {
 		sched.MinGap, sched.MaxGap = spec.Interval.D()/2, spec.Interval.D()*3/2
 	}
+	if len(plan.Steps) > 0 {
+		logf("following a schedule of %d faults", len(plan.Steps))
+	}
+	ran.nemesisFrom = r.started
 	nemesisErr := sched.Run(nctx, r.env)
 	<-nctx.Done()
 

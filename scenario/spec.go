@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,6 +77,94 @@ type Spec struct {
 	// runs them with TLS only, with certificates made for the run.
 	Auth bool `json:"auth,omitempty" toml:"auth"`
 	TLS  bool `json:"tls,omitempty" toml:"tls"`
+	// Schedule, when given, is the fault schedule to follow instead of
+	// drawing one from Nemesis (which then lists the schedule's faults):
+	// a replay's, or a shrunk scenario's ([[spec.schedule]] in a file).
+	Schedule []Step `json:"schedule,omitempty" toml:"schedule"`
+}
+
+// Step is one fault of a schedule given in full (Spec.Schedule).
+type Step struct {
+	// Fault is one fault with its options (kill-node:delay=57ms).
+	Fault string `json:"fault" toml:"fault"`
+	// At is when it starts, counted from the start of the schedule (as
+	// the clients start); with AfterGrant, when the grant it waits for
+	// comes.
+	At Duration `json:"at" toml:"at"`
+	// AfterGrant: the fault starts this long after the first grant from
+	// a little before At, and takes that grant for the one it waits for.
+	AfterGrant *Duration `json:"after_grant,omitempty" toml:"after_grant"`
+}
+
+// StepsOf is a followed schedule as the steps of a spec.
+func StepsOf(f faults.Followed) ([]Step, error) {
+	steps, err := f.Steps()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Step, len(steps))
+	for i, st := range steps {
+		out[i] = Step{Fault: st.Injection.String(), At: Duration(st.At)}
+		if st.AfterGrant {
+			d := Duration(st.Delay)
+			out[i].AfterGrant = &d
+		}
+	}
+	return out, nil
+}
+
+// faultNames lists a schedule's faults, each once, as a nemesis list.
+func faultNames(steps []faults.Step) string {
+	var names []string
+	for _, st := range steps {
+		if !slices.Contains(names, st.Injection.Name) {
+			names = append(names, st.Injection.Name)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// String is the step as replay and shrink print it.
+func (st Step) String() string {
+	in, err := faults.ParseOne(st.Fault)
+	if err != nil {
+		in.Name = st.Fault
+	}
+	fs := faults.Step{Injection: in, At: st.At.D()}
+	if st.AfterGrant != nil {
+		fs.AfterGrant, fs.Delay = true, st.AfterGrant.D()
+	}
+	return fs.String()
+}
+
+// scheduleSteps resolves a spec's schedule, and the nemesis of its
+// faults (each once) that the run must be able to inject.
+func scheduleSteps(schedule []Step) ([]faults.Step, faults.Nemesis, error) {
+	var steps []faults.Step
+	var nemesis faults.Nemesis
+	var errs []error
+	seen := map[string]bool{}
+	for i, st := range schedule {
+		in, err := faults.ParseOne(st.Fault)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("schedule step %d: %w", i+1, err))
+			continue
+		}
+		if st.At < 0 || st.AfterGrant != nil && *st.AfterGrant < 0 {
+			errs = append(errs, fmt.Errorf("schedule step %d (%s): times must not be negative", i+1, st.Fault))
+			continue
+		}
+		fs := faults.Step{Injection: in, At: st.At.D()}
+		if st.AfterGrant != nil {
+			fs.AfterGrant, fs.Delay = true, st.AfterGrant.D()
+		}
+		steps = append(steps, fs)
+		if !seen[in.String()] {
+			seen[in.String()] = true
+			nemesis = append(nemesis, faults.Group{in})
+		}
+	}
+	return steps, nemesis, errors.Join(errs...)
 }
 
 // Defaults is the spec `harness run` starts from.
@@ -140,6 +229,9 @@ func (s Spec) Command() string {
 		if v == "" || unsetWhenZero[f.Name] && (v == "0" || v == "0s") {
 			return
 		}
+		if f.Name == "nemesis" && len(s.Schedule) > 0 {
+			return // the schedule's own file says (Run adds --schedule)
+		}
 		// A switch is written alone when on (a value after it would be a
 		// stray argument), and left out when off.
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
@@ -195,6 +287,8 @@ type Plan struct {
 	// Keys are the run's lock keys when it has several (lockKeys); none
 	// means the one key, Spec.Key.
 	Keys []string
+	// Steps are Spec.Schedule resolved: the schedule to follow, if any.
+	Steps []faults.Step
 }
 
 // TargetKeyPrefix starts every key a run writes on a --target.
@@ -209,6 +303,9 @@ func (s Spec) Resolve() (Plan, error) {
 	var errs []error
 	p := Plan{}
 	nemesis, nemesisErr := faults.Parse(s.Nemesis)
+	if len(s.Schedule) > 0 {
+		p.Steps, nemesis, nemesisErr = scheduleSteps(s.Schedule)
+	}
 	if s.Workload == WorkloadJobs && s.Keys == 0 {
 		// Filled in first: the job keys are the ACL's keys too.
 		s.Keys = DefaultJobKeys
@@ -255,6 +352,9 @@ func (s Spec) Resolve() (Plan, error) {
 		errs = append(errs, fmt.Errorf("clients must be at least 1, got %d", s.Clients))
 	} else {
 		errs = append(errs, clientsFit(s.Clients, cl))
+		if nemesisErr == nil {
+			errs = append(errs, nemesis.FitsClients(s.Clients))
+		}
 	}
 	for _, d := range []struct {
 		name string
@@ -285,6 +385,10 @@ func (s Spec) Resolve() (Plan, error) {
 	// Every default filled in, so that the recorded spec and its re-run
 	// command say exactly what ran.
 	s.Lock, s.Nemesis = p.Lock.String(), p.Nemesis.String()
+	if len(p.Steps) > 0 {
+		// The faults by name: their pinned options are the steps'.
+		s.Nemesis = faultNames(p.Steps)
+	}
 	s.Nodes = len(cl.NodeNames())
 	if shards, replicas := cl.Shards(); shards > 0 {
 		// A cluster is sized by its shards, not its nodes.
@@ -328,6 +432,9 @@ func (s Spec) Line() string {
 	}
 	if s.Backoff != Duration(workloads.DefaultBackoff) {
 		line += " · backoff " + s.Backoff.String()
+	}
+	if len(s.Schedule) > 0 {
+		line += fmt.Sprintf(" · a schedule of %d faults", len(s.Schedule))
 	}
 	if s.Auth {
 		line += " · auth"

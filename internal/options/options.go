@@ -12,6 +12,7 @@ package options
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ const (
 	// Word is any text without the separators , : + and =; the entry
 	// judges it (a node's name, say).
 	Word
+	// Slots are client slots, integers ≥ 0 joined by "/" (0/2/5): the
+	// separators , and + are the nemesis list's own.
+	Slots
 )
 
 // Spec is one option an entry accepts.
@@ -61,6 +65,8 @@ func (s Spec) ArgName() string {
 		return strings.Join(s.Choices, "|")
 	case s.Kind == Word:
 		return "WORD"
+	case s.Kind == Slots:
+		return "N/N/..."
 	}
 	return ""
 }
@@ -98,6 +104,12 @@ func (s Spec) check(v string) error {
 	case Word:
 		if strings.ContainsAny(v, ",:+= ") {
 			return fmt.Errorf("option %s=%q: a value may not hold , : + = or spaces", s.Name, v)
+		}
+	case Slots:
+		for _, item := range strings.Split(v, "/") {
+			if n, err := strconv.Atoi(item); err != nil || n < 0 {
+				return fmt.Errorf("option %s=%s: want client slots joined by / (0/2)", s.Name, v)
+			}
 		}
 	}
 	return nil
@@ -229,4 +241,31 @@ func (v Values) Duration(name string, def func() time.Duration) time.Duration {
 	}
 	d, _ := time.ParseDuration(val)
 	return d
+}
+
+// Slots is a Slots option's client slots, sorted and without repeats, and
+// whether it was given.
+func (v Values) Slots(name string) ([]int, bool) {
+	val, ok := v[name]
+	if !ok {
+		return nil, false
+	}
+	var out []int
+	for _, item := range strings.Split(val, "/") {
+		n, _ := strconv.Atoi(item)
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out, true
+}
+
+// JoinSlots spells client slots as a Slots option's value.
+func JoinSlots(slots []int) string {
+	s := make([]string, len(slots))
+	for i, n := range slots {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, "/")
 }

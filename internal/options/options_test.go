@@ -55,3 +55,22 @@ func TestParse(t *testing.T) {
 		t.Errorf("no specs: %v", err)
 	}
 }
+
+func TestSlots(t *testing.T) {
+	specs := []Spec{{Name: "clients", Kind: Slots}}
+	v, err := Parse("clients=2/0/2", specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := v.Slots("clients"); !ok || len(got) != 2 || got[0] != 0 || got[1] != 2 || JoinSlots(got) != "0/2" {
+		t.Errorf("slots %v %v", got, ok)
+	}
+	if _, ok := (Values{}).Slots("clients"); ok {
+		t.Error("absent option given")
+	}
+	for _, bad := range []string{"clients=a", "clients=-1", "clients=1//2", "clients=1/"} {
+		if _, err := Parse(bad, specs); err == nil || !strings.Contains(err.Error(), "want client slots joined by /") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
