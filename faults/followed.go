@@ -169,19 +169,23 @@ func ReadFollowed(dir string) (Followed, error) {
 	if err != nil {
 		return Followed{}, err
 	}
-	var f Followed
-	var since struct {
+	// From as a pointer, to tell a schedule that has none.
+	type plain Followed
+	var f struct {
+		plain
 		From *float64 `json:"from_s"`
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
 		return Followed{}, fmt.Errorf("%s: %w", filepath.Join(dir, FollowedFile), err)
 	}
-	if json.Unmarshal(b, &since); since.From == nil {
+	if f.From == nil {
 		// Written before schedules kept their origin and options: its
 		// times would be off by the topology's start and nothing pinned.
 		return Followed{}, fmt.Errorf("%s: %w", filepath.Join(dir, FollowedFile), ErrOldSchedule)
 	}
-	return f, nil
+	out := Followed(f.plain)
+	out.From = *f.From
+	return out, nil
 }
 
 // WriteFollowed writes the schedule into a run directory.

@@ -61,6 +61,10 @@ func TestOldSchedulesAreRefused(t *testing.T) {
 	if _, err := ReadFollowed(dir); !errors.Is(err, ErrOldSchedule) {
 		t.Errorf("an old schedule: %v", err)
 	}
+	os.WriteFile(filepath.Join(dir, FollowedFile), []byte(`{"nemesis":"kill-node","seed":1,"from_s":0.25,"faults":[{"fault":"kill-node","start_s":1.5,"options":"delay=5ms"}]}`), 0o644)
+	if f, err := ReadFollowed(dir); err != nil || f.From != 0.25 || f.Seed != 1 || len(f.Faults) != 1 || f.Faults[0].Options != "delay=5ms" {
+		t.Errorf("a schedule read back: %+v %v", f, err)
+	}
 	f := Followed{From: 1, Faults: []FollowedFault{{Fault: "kill-node", Start: 1e300}}}
 	if _, err := f.Steps(); err == nil || !strings.Contains(err.Error(), "not times of a run") {
 		t.Errorf("a time past any run: %v", err)

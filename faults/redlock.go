@@ -113,7 +113,7 @@ var partitionMinority = Fault{
 		if len(lost) == 0 || len(lost) > len(nodes)-env.Cluster.Quorum() {
 			lost = rng.Perm(len(nodes))[:len(nodes)-env.Cluster.Quorum()]
 		}
-		sortInts(lost)
+		slices.Sort(lost)
 		var names []string
 		for _, i := range lost {
 			names = append(names, nodes[i].Name())

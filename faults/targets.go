@@ -61,7 +61,7 @@ func someClients(rng *rand.Rand, n int) []int {
 	}
 	k := 1 + rng.Intn(n-1)
 	perm := rng.Perm(n)[:k]
-	sortInts(perm)
+	slices.Sort(perm)
 	return perm
 }
 
@@ -79,14 +79,6 @@ func someClientsBut(rng *rand.Rand, n, except int) []int {
 		out = append(out, i)
 	}
 	return out
-}
-
-func sortInts(a []int) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
 }
 
 func clientTarget(slots []int) string {

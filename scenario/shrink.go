@@ -1,9 +1,9 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -269,20 +269,15 @@ func withOption(fault, name string, change func(string) (string, bool)) (string,
 	if !ok {
 		return fault, false
 	}
-	in.Options = maps.Clone(in.Options)
-	in.Options[name] = nv
-	return in.String(), true
+	return faults.Nemesis{{in}}.WithOption(in.Name, name, nv).String(), true
 }
 
-// firstStart is when a schedule's first fault starts.
+// firstStart is when a schedule's first fault starts (0 for none).
 func firstStart(steps []Step) time.Duration {
-	first := time.Duration(-1)
-	for _, st := range steps {
-		if first < 0 || st.At.D() < first {
-			first = st.At.D()
-		}
+	if len(steps) == 0 {
+		return 0
 	}
-	return max(first, 0)
+	return slices.MinFunc(steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) }).At.D()
 }
 
 // scheduleEnd is when the last fault window of a schedule ends, as far as
