@@ -41,8 +41,11 @@ type databaseRow struct {
 
 // acceptedByDatabase is the writes the database accepted, in the order it
 // applied them (its ledger or done table), each matched to the write the
-// history records by its lock token. A write whose answer was lost (info)
-// but whose row is there was accepted all the same.
+// history records by its lock token: a holder writes several times under
+// one token, one write at a time, so its rows in the database's order are
+// its writes that were not refused, in the order it sent them. A write
+// whose answer was lost (info) but whose row is there was accepted all the
+// same.
 func (c *checker) acceptedByDatabase() []*history.Op {
 	t := c.opts.Tables
 	var rows []databaseRow
@@ -53,10 +56,13 @@ func (c *checker) acceptedByDatabase() []*history.Op {
 		rows = append(rows, databaseRow{d.Seq, d.Token, d.At})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].seq < rows[j].seq })
-	writes := map[string]*history.Op{}
+	// writes are each token's writes the database may have taken, in
+	// invoke order; the ones before next[token] have their rows.
+	writes := map[string][]*history.Op{}
+	next := map[string]int{}
 	for i := range c.ops {
-		if o := &c.ops[i]; o.F == history.Write && o.Token != "" {
-			writes[o.Token] = o
+		if o := &c.ops[i]; o.F == history.Write && o.Token != "" && o.Type != history.Fail && !absorbed(t, o) {
+			writes[o.Token] = append(writes[o.Token], o)
 		}
 	}
 	db := &Database{Resource: t.Resource, Workload: t.Workload, Fencing: t.Fencing}
@@ -64,15 +70,13 @@ func (c *checker) acceptedByDatabase() []*history.Op {
 	c.rowOf = map[*history.Op]databaseRow{}
 	var accepted []*history.Op
 	for _, r := range rows {
-		w := writes[r.token]
-		if w == nil {
+		ws, n := writes[r.token], next[r.token]
+		if n >= len(ws) {
 			db.Unattributed++
 			continue
 		}
-		if _, twice := c.rowOf[w]; twice {
-			db.Unattributed++
-			continue
-		}
+		w := ws[n]
+		next[r.token] = n + 1
 		c.rowOf[w] = r
 		accepted = append(accepted, w)
 	}
@@ -80,13 +84,12 @@ func (c *checker) acceptedByDatabase() []*history.Op {
 		c.note("the database holds %s that no write in the history claims", count(int64(db.Unattributed), "accepted row"))
 	}
 	missing := 0
-	for _, w := range writes {
-		if w.Type != history.OK {
+	for i := range c.ops {
+		w := &c.ops[i]
+		if w.F != history.Write || w.Token == "" || w.Type != history.OK {
 			continue
 		}
-		// An idempotent insert that found its job done answers ok with
-		// no row inserted: absorbed, not missing.
-		if t.Workload == history.WorkloadJobs && w.Stored != nil && *w.Stored == 0 {
+		if absorbed(t, w) {
 			db.Absorbed++
 		} else if _, ok := c.rowOf[w]; !ok {
 			missing++
@@ -97,6 +100,12 @@ func (c *checker) acceptedByDatabase() []*history.Op {
 	}
 	c.auditTables(db)
 	return accepted
+}
+
+// absorbed reports whether w is an idempotent insert that found its job
+// done: it answered ok with no row inserted.
+func absorbed(t *history.Tables, w *history.Op) bool {
+	return t.Workload == history.WorkloadJobs && w.Type == history.OK && w.Stored != nil && *w.Stored == 0
 }
 
 // auditTables checks the final rows themselves: for the inventory, that

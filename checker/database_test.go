@@ -122,3 +122,29 @@ func TestDatabaseWritesWithoutRows(t *testing.T) {
 		t.Fatalf("the counter's audit without a database: %v", r)
 	}
 }
+
+// A holder writes several times under one token: its rows, in the
+// database's order, are its writes in the order it sent them, and each is
+// judged at its own time. A's third write is sent after its lease ran out
+// and lands after B's: stale and expired; its first two are neither.
+func TestSeveralWritesPerGrantInTheLedger(t *testing.T) {
+	h := newHist()
+	h.acquire(0, "k", "a", 0, 1, ok).fence(5)
+	h.write(0, "k", "a", 10, 12, ok, 0, 99).fence(5)
+	h.write(0, "k", "a", 400, 402, ok, 0, 98).fence(5)
+	h.acquire(1, "k", "b", 1100, 1101, ok).fence(6)
+	h.write(1, "k", "b", 1102, 1103, ok, 0, 97).fence(6)
+	h.write(0, "k", "a", 1200, 1202, ok, 0, 96).fence(5)
+	h.write(1, "k", "b", 1300, 1302, ok, 0, 95).fence(6)
+	tables := &history.Tables{Resource: "postgres", Workload: "inventory", Fencing: "none", Initial: 100,
+		Inventory: []history.InventoryRow{{SKU: "abc", Quantity: 95}},
+		Ledger: []history.LedgerRow{ledgerRow(1, "a", 5, 100), ledgerRow(2, "a", 5, 99), ledgerRow(3, "b", 6, 98),
+			ledgerRow(4, "a", 5, 97), ledgerRow(5, "b", 6, 96)}}
+	r := h.check(t, Options{Tables: tables, Slack: slack2})
+	expect(t, r, map[string]int{StaleWrite: 1, ExpiredWrite: 1})
+	mentions(t, finding(t, r, StaleWrite).Narrative, "1.202 s the resource accepted the first holder's write (stored 96) (ledger row 4")
+	mentions(t, finding(t, r, ExpiredWrite).Narrative, "1.200 s it sent the write the database accepted (stored 96) (ledger row 4")
+	if r.Database.Unattributed != 0 {
+		t.Errorf("rows left unattributed: %+v", r.Database)
+	}
+}

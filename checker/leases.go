@@ -63,6 +63,11 @@ type lease struct {
 	// hi is when the lease had certainly expired on the server (slack
 	// included; forever when an extend of unknown outcome may have landed).
 	hi int64
+	// mayEnd is when the lease was certainly over, on the server or by
+	// its release: hi, or sooner the answer of a release that succeeded
+	// with no extend of the token sent after it; forever for a lease
+	// renewed where the harness cannot see.
+	mayEnd int64
 }
 
 // foreignUse is an extend or release that succeeded although its lease
@@ -214,17 +219,38 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, for
 			}
 		}
 	}
+	// Slack absorbs a server's clock running apart from the harness's, so
+	// it comes off the ttl's bound only: a release's invoke and the audit's
+	// horizon are the harness's own instants.
+	if l.certEnd != history.Forever {
+		l.certEnd -= c.slack
+	}
 	if l.release != nil && l.release.InvT < l.certEnd {
 		l.certEnd, l.certBy = l.release.InvT, l.release
 	}
 	if c.horizon > 0 && l.certEnd > c.horizon {
 		l.certEnd = c.horizon
 	}
-	if l.certEnd != history.Forever {
-		l.certEnd -= c.slack
-	}
 	l.hi = history.Plus(hi, c.slack)
+	l.mayEnd = l.hi
+	if c.unseen != nil && c.unseen[acq.TokenID] {
+		l.mayEnd = history.Forever
+	}
+	if r := l.release; r != nil && r.Type == history.OK && r.DoneT < l.mayEnd && !extendedAfter(uses, r) {
+		l.mayEnd = r.DoneT
+	}
 	return l
+}
+
+// extendedAfter reports whether an extend among uses was sent after the
+// release rel was: one that re-creates keys could outlive the release.
+func extendedAfter(uses []*history.Op, rel *history.Op) bool {
+	for _, u := range uses {
+		if u.F == history.Extend && u.InvT > rel.InvT {
+			return true
+		}
+	}
+	return false
 }
 
 // ungrantedUses finds extends and releases that succeeded on a token whose
@@ -292,7 +318,7 @@ func (c *checker) certainUntil(l *lease) string {
 	default:
 		s += fmt.Sprintf(" (release asked at %s", history.Secs(l.certBy.InvT))
 	}
-	if c.slack > 0 {
+	if c.slack > 0 && (l.certBy == nil || l.certBy.F == history.Extend) {
 		s += fmt.Sprintf(", less %.3f s slack", float64(c.slack)/1e9)
 	}
 	return s + ")"

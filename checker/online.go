@@ -9,8 +9,10 @@ import (
 
 // OnlineAnomalies are the anomalies an audit of a history still being
 // recorded can be certain of: what the rest of the run records cannot undo
-// them. A lost update can (the counter's last write decides) and a stuck
-// lock is judged after the run, so neither is among them.
+// them. A lost update can (the counter's last write decides), a stuck lock
+// is judged after the run, and a refused write rests on no other grant
+// being live, which an acquire or extend still outstanding may yet undo,
+// so none of them is among them.
 var OnlineAnomalies = []string{DoubleGrant, StaleWrite, ForeignRelease, ExpiredWrite}
 
 // ParseAnomalies reads a list of online anomalies, comma-separated, or

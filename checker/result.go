@@ -25,10 +25,17 @@ const (
 	// library) still believed it held the lock. It is caught even when no
 	// newer holder wrote in between, which stale-write needs.
 	ExpiredWrite = "expired-write"
+	// RefusedWrite: the resource refused a write of the one legitimate
+	// holder: its lease was certainly live from the write's invoke to its
+	// answer, and no other grant of the key could have been live then, so
+	// no newer fence could rightly exist. A fence that refuses the current
+	// holder loses work; one that refuses everything is not safe, only
+	// useless.
+	RefusedWrite = "refused-write"
 )
 
 // AnomalyNames lists every anomaly in report order.
-var AnomalyNames = []string{DoubleGrant, StaleWrite, LostUpdate, ForeignRelease, StuckLock, ExpiredWrite}
+var AnomalyNames = []string{DoubleGrant, StaleWrite, LostUpdate, ForeignRelease, StuckLock, ExpiredWrite, RefusedWrite}
 
 // Verdict is Jepsen's three-valued result: valid, invalid or unknown.
 type Verdict int
@@ -90,8 +97,11 @@ func (v Verdict) ExitCode() int {
 // Options tune the checks.
 type Options struct {
 	// Slack is subtracted from every "the lease certainly lasted until"
-	// bound and added to every "the lease may have lasted until" bound, to
-	// absorb clock-rate differences between the harness and the servers.
+	// bound and added to every "the lease may have lasted until" bound
+	// that a ttl counted by a server gives, to absorb clock-rate
+	// differences between the harness and the servers. Bounds taken from
+	// the harness's own events (an acquire's answer, a release's invoke)
+	// take none: there is no other clock in them.
 	Slack time.Duration
 	// Tables are a real resource's final rows (nil: the in-memory
 	// counter): the resource audits then judge the database's own record

@@ -119,6 +119,12 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	// Final marks the closing liveness check's operations.
 	Final bool `json:"final,omitempty"`
+	// FenceChecked marks a write's completion when the resource compared
+	// the write's fence with the fences it had accepted before it decided
+	// (a fenced counter, PostgreSQL with --fencing where or app-check, a
+	// --write-sql naming :fence): the resource, not the lease, then keeps
+	// the writes of successive holders apart.
+	FenceChecked bool `json:"fence_checked,omitempty"`
 	// UnseenRenewals marks an acquire by a client whose lock renews its
 	// leases in the background where the harness cannot see it: how long
 	// such a lease lasted is unknown, so nothing that depends on it is

@@ -19,6 +19,8 @@ type Op struct {
 	TTLMs   int64
 	ValidMs int64
 	Final   bool
+	// FenceChecked: see Event.FenceChecked (a write's completion says).
+	FenceChecked bool
 	// UnseenRenewals: see Event.UnseenRenewals.
 	UnseenRenewals bool
 	// Type is the outcome: ok, fail or info. An invoke that never
@@ -330,6 +332,7 @@ func (o *Op) complete(i int, c *Event) {
 	o.Done, o.DoneT, o.Type = i, c.Time, c.Type
 	o.Final = o.Final || c.Final
 	o.Error, o.Reason = c.Error, c.Reason
+	o.FenceChecked = c.FenceChecked
 	if o.Key == "" {
 		o.Key = c.Key
 	}

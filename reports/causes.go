@@ -46,6 +46,7 @@ func (a *analysis) causes(f checker.Finding) []string {
 	out = append(out, a.fenceWentBack(ops)...)
 	out = append(out, a.clockMoves(from, to, explained)...)
 	out = append(out, a.frozenClients(ops, from, to, explained)...)
+	out = append(out, a.wrongRefusal(f, ops)...)
 	if len(out) > 0 {
 		return out
 	}
@@ -235,4 +236,19 @@ func (a *analysis) frozenClients(ops []int, from, to time.Duration, explained ma
 		explained[i] = true
 	}
 	return out
+}
+
+// wrongRefusal tells a refused-write finding's cause: not the lock but the
+// resource's check, which refused the holder the lock had just granted.
+func (a *analysis) wrongRefusal(f checker.Finding, ops []int) []string {
+	if f.Anomaly != checker.RefusedWrite {
+		return nil
+	}
+	w := a.refusedWrite(ops)
+	if w < 0 {
+		return nil
+	}
+	o := a.ops[w]
+	return []string{fmt.Sprintf("the resource's check refused client %d's write with fence %d at %s while no other grant of %s may have been live: it refuses the lock's current holder, whose work is lost, not only stale ones",
+		o.Client, o.Fence, secs(o.DoneAt()), o.Key)}
 }

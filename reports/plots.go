@@ -70,12 +70,14 @@ var (
 		WriteAccepted: {Color: color.NRGBA{G: 130, A: 255}, Radius: 3, Shape: draw.CircleGlyph{}},
 		WriteRejected: {Color: color.NRGBA{R: 230, G: 120, A: 255}, Radius: 4.5, Shape: thickCross{}},
 		WriteStale:    {Color: red, Radius: 6, Shape: draw.PyramidGlyph{}},
+		WriteRefused:  {Color: red, Radius: 6, Shape: thickCross{}},
 		WriteUnknown:  {Color: color.NRGBA{R: 110, G: 110, B: 110, A: 255}, Radius: 3.5, Shape: draw.RingGlyph{}},
 	}
 	writeLegend = map[string]string{
 		WriteAccepted: "write accepted",
 		WriteRejected: "write rejected (fence)",
 		WriteStale:    "stale write",
+		WriteRefused:  "legitimate write refused",
 		WriteUnknown:  "write outcome unknown",
 	}
 	kindShape = map[string]draw.GlyphDrawer{
@@ -147,7 +149,7 @@ func WriteTimelinePNG(w io.Writer, t Timeline) error {
 	for _, wm := range t.Writes {
 		present[wm.Status] = true
 	}
-	for _, s := range []string{WriteAccepted, WriteRejected, WriteStale, WriteUnknown} {
+	for _, s := range []string{WriteAccepted, WriteRejected, WriteStale, WriteRefused, WriteUnknown} {
 		switch {
 		case !present[s]:
 		case s == WriteAccepted && dense:
@@ -511,7 +513,7 @@ func (tp timelinePlotter) redSpans(c *draw.Canvas, g geometry) {
 // writes marks the protected writes, the ones that matter drawn last so
 // that nothing covers them.
 func (tp timelinePlotter) writes(c *draw.Canvas, g geometry) {
-	for _, st := range []string{WriteAccepted, WriteRejected, WriteUnknown, WriteStale} {
+	for _, st := range []string{WriteAccepted, WriteRejected, WriteUnknown, WriteStale, WriteRefused} {
 		if st == WriteAccepted && tp.dense {
 			continue
 		}
@@ -521,9 +523,9 @@ func (tp timelinePlotter) writes(c *draw.Canvas, g geometry) {
 				continue
 			}
 			pt := vg.Point{X: g.trX(wm.At.Seconds()), Y: g.row(r)}
-			if st == WriteStale {
+			if st == WriteStale || st == WriteRefused {
 				// An outline keeps the red mark visible on a red span.
-				c.DrawGlyph(draw.GlyphStyle{Color: color.Black, Radius: writeStyle[st].Radius + 1.5, Shape: draw.PyramidGlyph{}}, pt)
+				c.DrawGlyph(draw.GlyphStyle{Color: color.Black, Radius: writeStyle[st].Radius + 1.5, Shape: writeStyle[st].Shape}, pt)
 			}
 			c.DrawGlyph(writeStyle[st], pt)
 		}

@@ -17,6 +17,7 @@ const (
 	WriteAccepted = "accepted"
 	WriteRejected = "rejected" // fencing refused it
 	WriteStale    = "stale"    // accepted, and listed as stale by a finding
+	WriteRefused  = "refused"  // refused though its writer was the one legitimate holder (refused-write)
 	WriteUnknown  = "unknown"  // info: it may or may not have landed
 )
 
@@ -177,6 +178,7 @@ func timelineOf(a *analysis, res Results) Timeline {
 
 	involved := map[int][]string{} // op position -> anomalies
 	stale := map[int]bool{}        // op position of stale writes
+	refused := map[int]bool{}      // op position of wrongly refused writes
 	for fi, f := range res.Checker.Findings {
 		ops := a.findingOps(f)
 		for _, o := range ops {
@@ -187,6 +189,11 @@ func timelineOf(a *analysis, res Results) Timeline {
 		if f.Anomaly == checker.StaleWrite {
 			if w := a.latest(ops, history.Write); w >= 0 {
 				stale[w] = true
+			}
+		}
+		if f.Anomaly == checker.RefusedWrite {
+			if w := a.refusedWrite(ops); w >= 0 {
+				refused[w] = true
 			}
 		}
 		t.RedSpans = append(t.RedSpans, a.redSpans(fi, f, ops)...)
@@ -217,6 +224,8 @@ func timelineOf(a *analysis, res Results) Timeline {
 		switch {
 		case stale[i]:
 			w.Status = WriteStale
+		case refused[i]:
+			w.Status = WriteRefused
 		case o.Type == history.OK:
 			w.Status = WriteAccepted
 		case o.Type == history.Fail:
@@ -275,6 +284,12 @@ func (a *analysis) redSpans(fi int, f checker.Finding, ops []int) []RedSpan {
 		if a.ops[g].Client != a.ops[w].Client {
 			lane(a.ops[g].Client, s, e)
 		}
+	case checker.RefusedWrite:
+		// The write from its invoke to its refusal: the lease was
+		// certainly live, and nobody else's, all along.
+		if w := a.refusedWrite(ops); w >= 0 {
+			lane(a.ops[w].Client, a.ops[w].InvokedAt(), a.ops[w].DoneAt())
+		}
 	case checker.ForeignRelease:
 		for _, o := range ops {
 			if k := a.ops[o].F; k == history.Release || k == history.Extend {
@@ -283,6 +298,17 @@ func (a *analysis) redSpans(fi int, f checker.Finding, ops []int) []RedSpan {
 		}
 	}
 	return spans
+}
+
+// refusedWrite is the refused write among a refused-write finding's ops
+// (the others are grants and the writes the resource held), or -1.
+func (a *analysis) refusedWrite(ops []int) int {
+	for _, o := range ops {
+		if a.ops[o].F == history.Write && a.ops[o].Type == history.Fail {
+			return o
+		}
+	}
+	return -1
 }
 
 // latest is the op among ops of the given kind that completed last, or -1.

@@ -48,6 +48,7 @@ func (r *Counter) Write(e history.Event, value, fence int64) history.Event {
 		defer r.mu.Unlock()
 		e.Fence = fence
 		e.Value = history.Int64(value)
+		e.FenceChecked = r.fenced
 		if highest := r.highest[e.Key]; r.fenced && fence < highest {
 			e.Type, e.Reason = history.Fail, history.ReasonRejected
 			e.Error = fmt.Sprintf("fence %d is below the highest accepted fence %d", fence, highest)

@@ -301,7 +301,8 @@ func (w *Writer) Write(a Write) (Outcome, error) {
 		}
 		switch w.cfg.Fencing {
 		case FenceWhere:
-			return update(decrement+" AND lock_token < $2", sku, a.Fence)
+			// Equal passes: a holder writes several times under one fence.
+			return update(decrement+" AND lock_token <= $2", sku, a.Fence)
 		case FenceCAS, FenceAppCheck:
 			var current int64
 			if err := tx.QueryRow(ctx, "SELECT lock_token FROM inventory WHERE sku = $1", sku).Scan(&current); err != nil {
@@ -310,8 +311,8 @@ func (w *Writer) Write(a Write) (Outcome, error) {
 			if w.cfg.Fencing == FenceCAS {
 				return update(decrement+" AND lock_token = $3", sku, a.Fence, current)
 			}
-			if current >= a.Fence {
-				return Outcome{Refused: true, Why: fmt.Sprintf("the client read lock_token %d, not below its fence %d, and did not write", current, a.Fence)}, nil
+			if current > a.Fence {
+				return Outcome{Refused: true, Why: fmt.Sprintf("the client read lock_token %d, above its fence %d, and did not write", current, a.Fence)}, nil
 			}
 			return update(decrement, sku, a.Fence)
 		case FenceSQL:

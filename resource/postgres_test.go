@@ -59,8 +59,9 @@ func TestInventoryFencing(t *testing.T) {
 		refused bool
 	}{
 		{FenceWhere, 5, false},
-		{FenceWhere, 4, true}, // a lower fence loses in the statement
-		{FenceAppCheck, 5, true},
+		{FenceWhere, 5, false}, // the same holder again: an equal fence passes
+		{FenceWhere, 4, true},  // a lower fence loses in the statement
+		{FenceAppCheck, 4, true},
 		{FenceAppCheck, 6, false},
 		{FenceCAS, 2, false}, // cas matches the version read, not the fence
 		{FenceNone, 1, false},
@@ -82,10 +83,13 @@ func TestInventoryFencing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tables.Ledger) != 5 || tables.Inventory[0].Quantity != Stock-5 || tables.Inventory[0].LockToken != 2 {
+	if len(tables.Ledger) != 6 || tables.Inventory[0].Quantity != Stock-6 || tables.Inventory[0].LockToken != 2 {
 		t.Fatalf("final rows %+v", tables)
 	}
-	if l := tables.Ledger[1]; l.Fence != 6 || l.LockTokenBefore != 5 || l.LockTokenAfter != 6 || l.Client != 1 || l.Token != "t" || l.QuantityBefore-l.QuantityAfter != 1 {
+	if l := tables.Ledger[1]; l.Fence != 5 || l.LockTokenBefore != 5 || l.LockTokenAfter != 5 {
+		t.Fatalf("ledger row of the second write under fence 5: %+v", l)
+	}
+	if l := tables.Ledger[2]; l.Fence != 6 || l.LockTokenBefore != 5 || l.LockTokenAfter != 6 || l.Client != 1 || l.Token != "t" || l.QuantityBefore-l.QuantityAfter != 1 {
 		t.Fatalf("ledger row %+v", l)
 	}
 }

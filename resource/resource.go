@@ -34,7 +34,9 @@ const (
 const (
 	// FenceNone: a plain decrement.
 	FenceNone = "none"
-	// FenceWhere: the database compares the fence in the statement.
+	// FenceWhere: the database compares the fence in the statement: a
+	// write passes unless a higher fence has written (equal passes, so a
+	// holder may write several times).
 	FenceWhere = "where"
 	// FenceCAS: the statement matches the lock_token the writer read.
 	FenceCAS = "cas"
@@ -48,13 +50,27 @@ const (
 // Fencings lists the fencing modes --fencing takes.
 var Fencings = []string{FenceNone, FenceWhere, FenceCAS, FenceAppCheck}
 
+// ChecksFence reports whether writes made under the fencing mode (with
+// the statement, for FenceSQL) are compared with the fences accepted
+// before them: where and app-check compare, and a statement that names
+// :fence is taken to.
+func ChecksFence(mode string, st *Statement) bool {
+	switch mode {
+	case FenceWhere, FenceAppCheck:
+		return true
+	case FenceSQL:
+		return st != nil && slices.Contains(st.Params, "fence")
+	}
+	return false
+}
+
 // Fencing says what a fencing mode does, for errors and help.
 func Fencing(mode string) string {
 	switch mode {
 	case FenceNone:
 		return "UPDATE inventory SET quantity = quantity - 1 (no fence)"
 	case FenceWhere:
-		return "UPDATE ... WHERE sku = $1 AND lock_token < $fence"
+		return "UPDATE ... WHERE sku = $1 AND lock_token <= $fence"
 	case FenceCAS:
 		return "UPDATE ... WHERE sku = $1 AND lock_token = $previous (the version the writer read)"
 	case FenceAppCheck:

@@ -30,7 +30,9 @@ type Entry struct {
 type Expect struct {
 	Unsafe  bool
 	Anomaly string
-	// Fenced safe scenarios must also show the stale write being refused.
+	// Fenced safe scenarios must also show the stale write being refused,
+	// and no write of a legitimate holder refused: a fence that refuses
+	// everything is not safe, only useless.
 	Fenced bool
 }
 
@@ -41,10 +43,14 @@ func (e Expect) String() string {
 	case e.Unsafe:
 		return "unsafe"
 	case e.Fenced:
-		return "safe: fencing.rejected >= 1"
+		return "safe: fencing.rejected >= 1, " + checker.RefusedWrite + " 0"
 	}
 	return "safe"
 }
+
+// fencedBefore is how scenario files of the second wave spelled a fenced
+// expectation; ParseExpect still reads it.
+const fencedBefore = "safe: fencing.rejected >= 1"
 
 // Met reports whether a run's results meet the expectation, and why not.
 func (e Expect) Met(r reports.Results) (bool, string) {
@@ -62,6 +68,9 @@ func (e Expect) Met(r reports.Results) (bool, string) {
 	}
 	if e.Fenced && r.Fencing.Rejected < 1 {
 		return false, "no stale write was refused by fencing"
+	}
+	if e.Fenced && r.Anomalies[checker.RefusedWrite] > 0 {
+		return false, fmt.Sprintf("%d writes of a legitimate holder were refused (%s)", r.Anomalies[checker.RefusedWrite], checker.RefusedWrite)
 	}
 	return true, ""
 }

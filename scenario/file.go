@@ -287,7 +287,9 @@ func loadCatalog() []Entry {
 }
 
 // ParseExpect reads an expectation as Expect.String writes it: safe,
-// unsafe, unsafe: ANOMALY, or safe: fencing.rejected >= 1.
+// unsafe, unsafe: ANOMALY, or safe: fencing.rejected >= 1, refused-write 0
+// (the second wave's "safe: fencing.rejected >= 1" means the same: a
+// refused write makes a run invalid, so no safe run has one).
 func ParseExpect(s string) (Expect, error) {
 	s = strings.TrimSpace(s)
 	switch {
@@ -295,7 +297,7 @@ func ParseExpect(s string) (Expect, error) {
 		return Expect{}, nil
 	case s == "unsafe":
 		return Expect{Unsafe: true}, nil
-	case s == (Expect{Fenced: true}).String():
+	case s == (Expect{Fenced: true}).String(), s == fencedBefore:
 		return Expect{Fenced: true}, nil
 	}
 	if a, ok := strings.CutPrefix(s, "unsafe: "); ok {

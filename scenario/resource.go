@@ -229,15 +229,20 @@ func (db *database) access(s Spec, st *resource.Statement, net *faults.Network, 
 func (db *database) final(s Spec, st *resource.Statement) (*history.Tables, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fencing := s.Fencing
-	if st != nil {
-		fencing = resource.FenceSQL
-	}
-	t, err := resource.Final(ctx, db.srv.Addr, db.schema, fencing)
+	t, err := resource.Final(ctx, db.srv.Addr, db.schema, writeFencing(s, st))
 	if err != nil {
 		return nil, fmt.Errorf("reading the database's final rows: %w", err)
 	}
 	return t, nil
+}
+
+// writeFencing is how the run's database writes are fenced: the fencing
+// mode, or the user's statement.
+func writeFencing(s Spec, st *resource.Statement) string {
+	if st != nil {
+		return resource.FenceSQL
+	}
+	return s.Fencing
 }
 
 func (db *database) close() {

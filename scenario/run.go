@@ -232,8 +232,9 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	r.started, r.startedAt = rec.Now(), time.Now()
 	r.work, err = workloads.StartMutex(workloads.MutexConfig{
 		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed, Backoff: spec.Backoff.D(),
-		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends,
-		Database: r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: plan.Keys,
+		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends, Writes: spec.Writes,
+		FenceChecked: r.db != nil && resource.ChecksFence(writeFencing(spec, plan.Statement), plan.Statement),
+		Database:     r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: plan.Keys,
 		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
 		Hello: func(slot int) workloads.Hello {
 			h := hello(spec, cl.Shape(), access[slot], slot, workloads.DefaultReplyWithin.Milliseconds())

@@ -64,6 +64,9 @@ type Spec struct {
 	Replicas int      `json:"replicas,omitempty" toml:"replicas"`
 	TTL      Duration `json:"ttl" toml:"ttl"`
 	Hold     Duration `json:"hold" toml:"hold"`
+	// Writes is how many protected writes a holder makes per grant, spread
+	// evenly over the hold (the first right after the grant).
+	Writes int `json:"writes" toml:"writes"`
 	// Backoff is the mean pause of a client between cycles, drawn from
 	// [D/3, 5D/3); 0: none, every client at full speed.
 	Backoff     Duration `json:"backoff" toml:"backoff"`
@@ -171,7 +174,7 @@ func scheduleSteps(schedule []Step) ([]faults.Step, faults.Nemesis, error) {
 func Defaults() Spec {
 	return Spec{
 		Topology: cluster.Single, Backend: cluster.BackendLocal, Lock: "cad", Workload: "mutex", Nemesis: faults.None,
-		Clients: 4, TTL: Duration(2 * time.Second), Hold: Duration(300 * time.Millisecond),
+		Clients: 4, TTL: Duration(2 * time.Second), Hold: Duration(300 * time.Millisecond), Writes: 1,
 		Backoff:   Duration(workloads.DefaultBackoff),
 		TimeLimit: Duration(10 * time.Second), OpTimeout: Duration(500 * time.Millisecond),
 		Persistence: cluster.PersistNone, Key: "lock:orders",
@@ -192,7 +195,7 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&s.Interval, "nemesis-interval", "mean quiet time between faults, drawn from [D/2, 3D/2] (default: from the TTL)")
 	fs.StringVar(&s.Workload, "workload", s.Workload, "what clients do: mutex (write the in-memory counter), inventory (sell one unit of stock in PostgreSQL under the lock), jobs (process jobs from a PostgreSQL table, one lock key per queue)")
 	fs.StringVar(&s.Resource, "resource", s.Resource, "what the lock protects: "+strings.Join(resource.Names, ", ")+" (default: memory for mutex, postgres for inventory and jobs, started per run)")
-	fs.StringVar(&s.Fencing, "fencing", s.Fencing, "how inventory writes are fenced: none (plain UPDATE), where (lock_token < $fence in the statement), cas (lock_token = the version read), app-check (read, compare in the client, then UPDATE)")
+	fs.StringVar(&s.Fencing, "fencing", s.Fencing, "how inventory writes are fenced: none (plain UPDATE), where (lock_token <= $fence in the statement), cas (lock_token = the version read), app-check (read, compare in the client, then UPDATE)")
 	fs.StringVar(&s.WriteSQL, "write-sql", s.WriteSQL, "inventory: a `FILE` with your own write statement, with :sku, :fence, :token and :client; no row updated counts as fenced out")
 	fs.IntVar(&s.Keys, "keys", s.Keys, fmt.Sprintf("number of lock keys: mutex, each with its own counter (default 1: --key); jobs, each with its own queue of jobs (default %d); on a cluster spread over the shards", DefaultJobKeys))
 	fs.BoolVar(&s.Idempotent, "idempotent", s.Idempotent, "jobs: make processing idempotent (INSERT ... ON CONFLICT (job) DO NOTHING)")
@@ -202,7 +205,8 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.Replicas, "replicas", s.Replicas, fmt.Sprintf("cluster: replicas of each shard's primary (default %d)", cluster.DefaultReplicas))
 	fs.Var(&s.TimeLimit, "time-limit", "how long clients run under faults")
 	fs.Var(&s.TTL, "ttl", "lock lease time")
-	fs.Var(&s.Hold, "hold", "how long a client holds the lock after its write")
+	fs.Var(&s.Hold, "hold", "how long a client holds the lock after its first write")
+	fs.IntVar(&s.Writes, "writes", s.Writes, "protected writes per grant, spread evenly over the hold (--hold 2s --writes 5: a write every 400ms, each judged against the lease at its own time)")
 	fs.Var(&s.Backoff, "backoff", "mean pause of each client between cycles, drawn from [D/3, 5D/3); 0 for none (with --hold 0: as fast as the servers answer)")
 	fs.Var(&s.OpTimeout, "op-timeout", "timeout of each Redis command")
 	fs.StringVar(&s.Persistence, "persistence", s.Persistence, "node persistence: "+strings.Join(cluster.Persistences, ", "))
@@ -373,6 +377,12 @@ func (s Spec) Resolve() (Plan, error) {
 	if s.Hold < 0 {
 		errs = append(errs, fmt.Errorf("hold must not be negative, got %v", s.Hold))
 	}
+	if s.Writes == 0 {
+		s.Writes = 1 // a spec written before --writes: one write per grant
+	}
+	if s.Writes < 1 {
+		errs = append(errs, fmt.Errorf("writes must be at least 1 (a write per grant), got %d", s.Writes))
+	}
 	if s.TTL > 0 && s.TTL < Duration(100*time.Millisecond) {
 		errs = append(errs, fmt.Errorf("ttl %v is too short to tell a lease from operation latency; use at least 100ms", s.TTL))
 	}
@@ -421,6 +431,9 @@ func (s Spec) Validate() error {
 func (s Spec) Line() string {
 	line := fmt.Sprintf("topology %s · lock %s · nemesis %s · %d clients · ttl %v · hold %v · %v · persistence %s",
 		s.Topology, s.Lock, s.Nemesis, s.Clients, s.TTL, s.Hold, s.TimeLimit, s.Persistence)
+	if s.Writes > 1 {
+		line += fmt.Sprintf(" · %d writes per grant", s.Writes)
+	}
 	if s.Backend == cluster.BackendDocker {
 		line += " · docker " + cmp.Or(s.Image, cluster.DefaultImage)
 	}

@@ -59,7 +59,7 @@ func TestCommandRoundTripsEveryFlag(t *testing.T) {
 		"worker-cmd": "/usr/bin/python3 'my worker.py' --x=1",
 		"auth":       "true", "tls": "true", "target": "redis://staging.example:6380",
 		"resource": "postgres", "fencing": "app-check", "write-sql": "my write.sql", "keys": "12", "idempotent": "true",
-		"shards": "4", "replicas": "2", "backoff": "5ms",
+		"shards": "4", "replicas": "2", "backoff": "5ms", "writes": "3",
 	}
 	s := Defaults()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)

@@ -149,8 +149,12 @@ var clusterFaults = []string{"none", "partition", "pause-client", "partition-pri
 // the lock.
 var longHoldFaults = []string{"none", "partition", "pause-client"}
 
-// longHold is how long a long hold is, in TTLs.
-const longHold = 2.5
+// longHold is how long a long hold is, in TTLs, and longHoldWrites how
+// many writes a holder makes through it.
+const (
+	longHold       = 2.5
+	longHoldWrites = 5
+)
 
 // outsideLibrary is a library the scorecard tests through a worker in
 // another language (lock exec).
@@ -222,7 +226,9 @@ func libraryRuns(seeds int) []Planned {
 			row, name = lib.name+" on "+cl.Topology+" × "+nemesis, "libs-"+lib.name+"-"+cl.Topology+"-"+nemesis
 		}
 		if long {
-			s.Hold = Duration(longHold * float64(s.TTL))
+			// Real critical sections write as they go: a lease lost
+			// mid-hold is judged at the next write.
+			s.Hold, s.Writes = Duration(longHold*float64(s.TTL)), longHoldWrites
 			s.TimeLimit = Duration(12 * time.Second)
 			row, name = row+" · long hold", name+"-long"
 		}

@@ -35,8 +35,17 @@ type MutexConfig struct {
 	// keys it draws from (empty: Key alone).
 	Jobs bool
 	Keys []string
-	// Extend makes every holder extend its lease after its write.
+	// Extend makes every holder extend its lease after its first write,
+	// and again every TTL/2 while its hold goes on.
 	Extend bool
+	// Writes is how many protected writes a holder makes per grant,
+	// spread evenly over its hold: the first right after the grant, the
+	// k-th Hold·k/Writes later, the release at Hold (0: one).
+	Writes int
+	// FenceChecked: the database compares each write's fence with those
+	// it accepted before (history.Event.FenceChecked); the in-memory
+	// counter says so itself when it is fenced.
+	FenceChecked bool
 	// Backoff is the mean pause between a client's cycles, drawn from
 	// [D/3, 5D/3); 0: none.
 	Backoff time.Duration
@@ -176,8 +185,8 @@ func (m *Mutex) loop(c *Client, rng *rand.Rand) {
 	}
 }
 
-// cycle is one acquire → write → hold → release. It returns an error only
-// when the client cannot go on (no worker could be started).
+// cycle is one acquire → writes through the hold → release. It returns an
+// error only when the client cannot go on (no worker could be started).
 func (m *Mutex) cycle(c *Client, key, token string) error {
 	ttl := m.cfg.TTL
 	r := c.Do(Request{Op: history.Acquire, Key: key, Token: token, TTLMs: ttl.Milliseconds(), Pause: m.armed()},
@@ -200,49 +209,88 @@ func (m *Mutex) cycle(c *Client, key, token string) error {
 		m.mu.Unlock()
 	}()
 	m.notify(&m.granted, c.Slot)
-	var job int64
-	if m.cfg.Jobs {
-		rd := c.Do(Request{Op: history.Read, Key: key, Token: token}, history.Event{F: history.Read, Key: key, Token: token})
-		if rd.Type == history.Info {
-			return c.replace()
-		}
-		if rd.Type != history.OK || rd.Value == 0 {
-			return m.release(c, key, token)
-		}
-		job = rd.Value
-	}
-	if alive, err := m.harnessPoint(c, PointBeforeWrite); err != nil || !alive {
-		return c.replace()
-	}
-	if written, err := m.write(c, key, token, r.Fence, job); !written {
+	if alive, err := m.firstWrite(c, key, token, r.Fence); !alive {
 		return err
 	}
-	if !m.cfg.Extend {
-		m.sleep(m.cfg.Hold)
-		return m.release(c, key, token)
+	// The hold is timed from the first write, as a caller's work is: a
+	// pause before it stretches the cycle, not the work.
+	start := time.Now()
+	end, writes := start.Add(m.cfg.Hold), max(m.cfg.Writes, 1)
+	// A caller of a lock that extends on request extends after its first
+	// write, and again every TTL/2 while its work goes on; when an extend
+	// fails it stops and gives the lock up.
+	extending, nextExtend := m.cfg.Extend, start
+	for k := 1; ; {
+		nextWrite := start.Add(m.cfg.Hold * time.Duration(k) / time.Duration(writes))
+		switch {
+		case extending && !nextExtend.After(nextWrite):
+			if !m.sleep(time.Until(nextExtend)) {
+				return m.release(c, key, token)
+			}
+			ext := c.Do(Request{Op: history.Extend, Key: key, Token: token, TTLMs: ttl.Milliseconds()},
+				history.Event{F: history.Extend, Key: key, Token: token, TTLMs: ttl.Milliseconds()})
+			switch ext.Type {
+			case history.Info:
+				return c.replace()
+			case history.Fail:
+				return m.release(c, key, token)
+			}
+			nextExtend = time.Now().Add(ttl / 2)
+			extending = time.Until(end) > ttl/2
+		case k < writes:
+			if !m.sleep(time.Until(nextWrite)) {
+				return m.release(c, key, token)
+			}
+			if written, err := m.writeStep(c, key, token, r.Fence); !written {
+				return err
+			}
+			k++
+		default:
+			m.sleep(time.Until(end))
+			return m.release(c, key, token)
+		}
 	}
-	// A caller of a lock that extends on request extends after its write,
-	// and again every TTL/2 while its work goes on; when an extend fails it
-	// stops and gives the lock up.
-	end := time.Now().Add(m.cfg.Hold)
-	for {
-		ext := c.Do(Request{Op: history.Extend, Key: key, Token: token, TTLMs: ttl.Milliseconds()},
-			history.Event{F: history.Extend, Key: key, Token: token, TTLMs: ttl.Milliseconds()})
-		if ext.Type == history.Info {
-			return c.replace()
-		}
-		if ext.Type == history.Fail {
-			break
-		}
-		if left := time.Until(end); left <= ttl/2 {
-			m.sleep(max(left, 0))
-			break
-		}
-		if !m.sleep(ttl / 2) {
-			break
-		}
+}
+
+// firstWrite is the write right after the grant, at the harness's
+// before-write pause point. alive is false when the cycle ends here (err
+// says whether the client can go on).
+func (m *Mutex) firstWrite(c *Client, key, token string, fence int64) (alive bool, err error) {
+	job, more, err := m.nextJob(c, key, token)
+	if !more {
+		return false, err
 	}
-	return m.release(c, key, token)
+	if alive, err := m.harnessPoint(c, PointBeforeWrite); err != nil || !alive {
+		return false, c.replace()
+	}
+	return m.write(c, key, token, fence, job)
+}
+
+// writeStep is a later write of the hold: with jobs, of the next job.
+func (m *Mutex) writeStep(c *Client, key, token string, fence int64) (written bool, err error) {
+	job, more, err := m.nextJob(c, key, token)
+	if !more {
+		return false, err
+	}
+	return m.write(c, key, token, fence, job)
+}
+
+// nextJob reads the job a jobs client writes next (0 for other
+// workloads). more is false when the cycle ends here: no job is left
+// (the client releases) or the read's outcome is unknown (err says
+// whether the client can go on).
+func (m *Mutex) nextJob(c *Client, key, token string) (job int64, more bool, err error) {
+	if !m.cfg.Jobs {
+		return 0, true, nil
+	}
+	rd := c.Do(Request{Op: history.Read, Key: key, Token: token}, history.Event{F: history.Read, Key: key, Token: token})
+	if rd.Type == history.Info {
+		return 0, false, c.replace()
+	}
+	if rd.Type != history.OK || rd.Value == 0 {
+		return 0, false, m.release(c, key, token)
+	}
+	return rd.Value, true, nil
 }
 
 // write is the protected write. Into the in-memory counter, the harness
@@ -257,6 +305,7 @@ func (m *Mutex) write(c *Client, key, token string, fence, job int64) (written b
 		w := c.call(Request{Op: history.Write, Key: key, Token: token, Value: job, Pause: m.armed()})
 		done := inv
 		done.Type, done.Error, done.Reason, done.Value = w.Type, w.Error, w.Reason, nil
+		done.FenceChecked = m.cfg.FenceChecked && w.Type != history.Info
 		if w.Type == history.OK {
 			done.Value = history.Int64(w.Value)
 		}
