@@ -66,9 +66,9 @@ example:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeCheckReport -fuzztime $(or $(FUZZTIME),5m) -fuzzminimizetime 20x ./reports
 
-## testdata: record one run of every catalog scenario into testdata/runs (the replay test holds the checker to them)
+## testdata: record one run of every catalog scenario into testdata/runs (the replay test holds the checker to them); NAMES=a,b records those rows only
 testdata: build
-	LOCKHARNESS_RECORD_TESTDATA=1 $(GO) test -count=1 -timeout 20m -run TestRecordTestdata -v ./scenario
+	LOCKHARNESS_RECORD_TESTDATA=$(or $(NAMES),1) $(GO) test -count=1 -timeout 20m -run TestRecordTestdata -v ./scenario
 
 ## test-short: the tests that need no Redis
 test-short:

@@ -98,7 +98,7 @@ func TestFencedLateWriteIsNoExpiredWrite(t *testing.T) {
 	}
 	r := build(true).check(t, Options{Slack: slack2})
 	expect(t, r, nil)
-	noted(t, r, "1 write accepted after its lease had expired, with a fence the resource checked")
+	noted(t, r, "1 write accepted after the writer's lease had expired: the resource checked each one's fence")
 	expect(t, build(false).check(t, Options{Slack: slack2}), map[string]int{ExpiredWrite: 1})
 
 	// A lower fence accepted after a higher one was not kept in order,

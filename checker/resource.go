@@ -101,7 +101,7 @@ func (c *checker) auditExpiredWrites(accepted []*history.Op) {
 		c.report(ExpiredWrite, w.Key, positions(g, w), narrative)
 	}
 	if excused > 0 && c.horizon == 0 {
-		c.note("%s accepted after its lease had expired, with a fence the resource checked and found no lower than any it had accepted before on its key: the fence kept the holders' writes in order, so it is no expired-write",
+		c.note("%s accepted after the writer's lease had expired: the resource checked each one's fence and found it no lower than any it had accepted before on the key, so the fence kept the holders' writes in order and none is an expired-write",
 			count(int64(excused), "write"))
 	}
 }

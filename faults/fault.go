@@ -31,7 +31,7 @@ var Registry = []Fault{
 	partition, latency, pauseNode, killNode, pauseClient, killClient,
 	partitionPrimary, splitBrain, killPrimary, pausePrimary, replicationLag, failover,
 	partitionMajorities, partitionMinority, pauseAcquire, pausePastRelease,
-	clockJump, clockStrobe, delayWrite, clusterFailover,
+	clockJump, clockStrobe, delayWrite, clusterFailover, partitionHolder,
 }
 
 // None is the nemesis name for a run without faults.

@@ -2,7 +2,9 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +28,8 @@ type Link struct {
 	proxy *toxiproxy.Proxy
 	mu    sync.Mutex
 	toxic []string
+	// refusing: the proxy is stopped (Refuse) until Heal starts it again.
+	refusing bool
 }
 
 // NewNetwork starts an embedded toxiproxy with no proxies.
@@ -83,11 +87,14 @@ func (n *Network) all() []*Link {
 	return out
 }
 
-// HealAll removes every toxic from every link.
-func (n *Network) HealAll() {
+// HealAll removes every toxic from every link and starts every refusing
+// one again; it returns what could not be healed.
+func (n *Network) HealAll() error {
+	var errs []error
 	for _, l := range n.all() {
-		l.Heal()
+		errs = append(errs, l.Heal())
 	}
+	return errors.Join(errs...)
 }
 
 // Faulted names every link that still carries a toxic, with its toxics.
@@ -95,8 +102,12 @@ func (n *Network) Faulted() []string {
 	var out []string
 	for _, l := range n.all() {
 		l.mu.Lock()
-		if len(l.toxic) > 0 {
-			out = append(out, l.Name+" ("+strings.Join(l.toxic, ", ")+")")
+		faults := slices.Clone(l.toxic)
+		if l.refusing {
+			faults = append(faults, "refusing connections")
+		}
+		if len(faults) > 0 {
+			out = append(out, l.Name+" ("+strings.Join(faults, ", ")+")")
 		}
 		l.mu.Unlock()
 	}
@@ -118,6 +129,17 @@ func (l *Link) Addr() string { return l.proxy.Listen }
 // loses packets: connections stay open and requests go unanswered.
 func (l *Link) Blackhole() error {
 	return l.both("timeout", map[string]any{"timeout": 0})
+}
+
+// Refuse stops the link: its open connections close and new ones are
+// refused, so a client learns at once that nothing it sends gets through
+// and that nothing it sends from now on was sent (unlike Blackhole, where
+// requests go unanswered and their outcome stays unknown).
+func (l *Link) Refuse() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.proxy.Stop()
+	l.refusing = true
 }
 
 // Delay adds d of latency in each direction (toxiproxy's latency is one-way).
@@ -163,13 +185,28 @@ func attrsJSON(attrs map[string]any) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-// Heal removes the link's toxics. Removing a blackhole closes the
-// connections it held, so clients reconnect.
-func (l *Link) Heal() {
+// Heal removes the link's toxics and takes connections again if it was
+// refusing them. Removing a blackhole closes the connections it held, so
+// clients reconnect. A refusing link listens again on its own address;
+// should that address have been taken meanwhile, it says so and stays
+// refusing (Faulted names it).
+func (l *Link) Heal() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, name := range l.toxic {
 		l.proxy.Toxics.RemoveToxic(context.Background(), name)
 	}
 	l.toxic = nil
+	if !l.refusing {
+		return nil
+	}
+	var err error
+	for try := 0; try < 50; try++ {
+		if err = l.proxy.Start(); err == nil || errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+			l.refusing = false
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("link %s: listening again on %s: %w", l.Name, l.proxy.Listen, err)
 }

@@ -2,6 +2,8 @@ package faults
 
 import (
 	"context"
+	"io"
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -98,7 +100,7 @@ func TestParseNemesis(t *testing.T) {
 		}
 	}
 	for list, wants := range map[string][]string{
-		"nosuch":                  {`unknown nemesis "nosuch" (valid: clock-jump, clock-strobe, cluster-failover, delay-write, failover, kill-client, kill-node, kill-primary, latency, none, partition, partition-majorities, partition-minority, partition-primary, pause-acquire, pause-client,`},
+		"nosuch":                  {`unknown nemesis "nosuch" (valid: clock-jump, clock-strobe, cluster-failover, delay-write, failover, kill-client, kill-node, kill-primary, latency, none, partition, partition-holder, partition-majorities, partition-minority, partition-primary, pause-acquire, pause-client,`},
 		"none,partition":          {`"none" cannot be combined`},
 		"kill-node:delay=soon":    {"delay=soon", "duration", "valid: delay=D, node=holder|random|NAME"},
 		"kill-node:delay=-1s":     {"not negative"},
@@ -145,5 +147,65 @@ func TestAvailableAsksTheTopology(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s on %s: %v, want %q", c.list, c.cl.Topology, err, c.want)
 		}
+	}
+}
+
+// A refusing link closes what it carried and refuses new connections, so
+// a client learns at once that nothing got through; healed, it listens on
+// its own address again.
+func TestRefusedLinkRefusesThenHeals(t *testing.T) {
+	upstream, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer upstream.Close()
+	go func() {
+		for {
+			c, err := upstream.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(c, c)
+		}
+	}()
+	n := NewNetwork()
+	defer n.Close()
+	l, err := n.Link("c0-n1", upstream.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr()
+	open, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	l.Refuse()
+	if got := n.Faulted(); len(got) != 1 || !strings.Contains(got[0], "refusing connections") {
+		t.Errorf("Faulted() = %q, want the link refusing", got)
+	}
+	open.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := open.Read(make([]byte, 1)); err == nil {
+		t.Error("a connection open at the cut still carried data")
+	}
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Fatal("a refusing link took a connection")
+	}
+	if err := n.HealAll(); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Faulted(); len(got) != 0 {
+		t.Errorf("Faulted() after heal = %q", got)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("healed link on %s: %v", addr, err)
+	}
+	defer c.Close()
+	c.Write([]byte("x"))
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != nil {
+		t.Errorf("healed link carried nothing: %v", err)
 	}
 }

@@ -146,7 +146,10 @@ func linksFor(ctx context.Context, env *Env, fault, target, detail string, links
 	}
 	end := env.Begin(fault, target, detail+", for "+hold.String())
 	sleep(ctx, hold)
-	healAll(links)
+	if err := healAll(links); err != nil {
+		end("not healed: " + err.Error())
+		return err
+	}
 	end("healed")
 	return nil
 }

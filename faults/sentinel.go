@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"time"
@@ -218,10 +219,12 @@ var splitBrain = Fault{
 	},
 }
 
-func healAll(links []*Link) {
+func healAll(links []*Link) error {
+	var errs []error
 	for _, l := range links {
-		l.Heal()
+		errs = append(errs, l.Heal())
 	}
+	return errors.Join(errs...)
 }
 
 // killPrimary crashes the primary and restarts it after the sentinels have

@@ -445,6 +445,9 @@ func serviceOf(c redis.UniversalClient) service {
 func (t Target) options(opTimeout time.Duration) *redis.UniversalOptions {
 	dialer := &net.Dialer{Timeout: opTimeout}
 	tlsConfig, tlsErr := t.tlsConfig()
+	// A command whose connection could not be made never left the client:
+	// certainly not done (ErrNotSent), whatever the reason (a refused
+	// connection, a TLS handshake that never finished).
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if mapped, ok := t.Dial[addr]; ok {
 			addr = mapped
@@ -452,10 +455,17 @@ func (t Target) options(opTimeout time.Duration) *redis.UniversalOptions {
 		if tlsErr != nil {
 			return nil, tlsErr
 		}
+		var conn net.Conn
+		var err error
 		if tlsConfig == nil {
-			return dialer.DialContext(ctx, network, addr)
+			conn, err = dialer.DialContext(ctx, network, addr)
+		} else {
+			conn, err = dialTLS(ctx, dialer, network, addr, tlsConfig)
 		}
-		return dialTLS(ctx, dialer, network, addr, tlsConfig)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotSent, err)
+		}
+		return conn, nil
 	}
 	// One set of options serves both kinds of client; for a sentinel
 	// target the addresses are the sentinels'.

@@ -3,7 +3,9 @@ package resource
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -155,6 +157,40 @@ func TestParseStatement(t *testing.T) {
 	for _, bad := range []string{"", "UPDATE t SET a = :nope", "UPDATE a SET b = 1; DELETE FROM a"} {
 		if _, err := ParseStatement(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// A scratch directory is swept only once its owner is gone: not while the
+// owner holds its lock (initdb's bootstrap writes a negative pid, which
+// once made a live directory look abandoned), nor in the minute after it
+// was made, before its lock file exists.
+func TestSweepSparesLiveScratchDirectories(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	mk := func() string {
+		d, err := os.MkdirTemp("", scratchPattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	live, dead, young := mk(), mk(), mk()
+	owner, err := lockScratch(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	os.MkdirAll(filepath.Join(live, "data"), 0o700)
+	os.WriteFile(filepath.Join(live, "data", "postmaster.pid"), []byte("-4242\n"), 0o600)
+	gone, err := lockScratch(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Close() // its harness died
+	sweepScratch()
+	for d, want := range map[string]bool{live: true, dead: false, young: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s: kept %v, want %v", filepath.Base(d), err == nil, want)
 		}
 	}
 }

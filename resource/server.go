@@ -60,8 +60,10 @@ type Server struct {
 	Addr string
 	dir  string
 	// home holds the data directory; scratch is set when it is a
-	// temporary directory, removed on Close.
+	// temporary directory, removed on Close, and owner is the lock on it
+	// that tells other harnesses' sweeps it is in use.
 	home, scratch string
+	owner         *os.File
 	bin           string
 	cmd           *exec.Cmd
 	done          chan struct{}
@@ -102,12 +104,20 @@ func StartPostgres(ctx context.Context, dir string) (*Server, error) {
 			home = scratch
 		}
 	}
+	var owner *os.File
+	if scratch != "" {
+		if owner, err = lockScratch(scratch); err != nil {
+			os.RemoveAll(scratch)
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+	}
 	started := false
 	defer func() {
 		if !started {
 			os.RemoveAll(filepath.Join(home, "data"))
 			if scratch != "" {
 				os.RemoveAll(scratch)
+				owner.Close()
 			}
 		}
 	}()
@@ -144,7 +154,7 @@ func StartPostgres(ctx context.Context, dir string) (*Server, error) {
 		return nil, fmt.Errorf("postgres: start: %w", err)
 	}
 	started = true
-	p := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, home: home, scratch: scratch, bin: bin, cmd: cmd, done: make(chan struct{})}
+	p := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, home: home, scratch: scratch, owner: owner, bin: bin, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		cmd.Wait()
 		proc.Forget(cmd)
@@ -259,24 +269,50 @@ func (p *Server) Close() error {
 	os.RemoveAll(filepath.Join(p.home, "data"))
 	if p.scratch != "" {
 		os.RemoveAll(p.scratch)
+		p.owner.Close()
 	}
 	return nil
 }
 
-// sweepScratch removes the temporary data directories of servers that
-// are gone: a harness killed with SIGKILL could not remove its own.
+// ownerLock is the file in a scratch directory whose lock its harness
+// holds while it uses the directory. The kernel drops the lock when that
+// harness dies, however it dies, so a sweep can tell a live owner from a
+// dead one: a server's postmaster.pid cannot, while initdb's bootstrap
+// backend writes its pid negated, or before any server wrote one.
+const ownerLock = "owner.lock"
+
+// lockScratch takes the owner's lock on a scratch directory just made.
+func lockScratch(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, ownerLock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return f, nil
+}
+
+// sweepScratch removes the temporary data directories of harnesses that
+// are gone: one killed with SIGKILL could not remove its own. A directory
+// whose owner's lock is held is in use; one without a lock file yet is
+// taken to be starting for a minute.
 func sweepScratch() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), scratchPattern))
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "data", "postmaster.pid"))
-		if err == nil {
-			if pid, _ := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0]); pid > 0 && syscall.Kill(pid, 0) == nil {
-				continue // its server still runs
+		f, err := os.Open(filepath.Join(d, ownerLock))
+		if err != nil {
+			if fi, err := os.Stat(d); err != nil || time.Since(fi.ModTime()) < time.Minute {
+				continue
 			}
-		} else if fi, err := os.Stat(d); err != nil || time.Since(fi.ModTime()) < time.Minute {
-			continue // a server starting up
+			os.RemoveAll(d)
+			continue
 		}
-		os.RemoveAll(d)
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.RemoveAll(d) // its owner is gone; we hold the lock while removing
+		}
+		f.Close()
 	}
 }
 

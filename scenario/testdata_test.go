@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lockharness/lockharness/history"
@@ -17,14 +19,20 @@ import (
 // TestRecordTestdata records one run of every catalog scenario (seed 1)
 // into ../testdata/runs/NAME/: its history (gzipped) and the verdict the
 // checker reached, which cmd/harness's TestDataReplays holds every later
-// checker to. It runs only when asked: `make testdata`.
+// checker to. It runs only when asked: `make testdata` records every row,
+// `make testdata NAMES=a,b` the rows named.
 func TestRecordTestdata(t *testing.T) {
-	if os.Getenv("LOCKHARNESS_RECORD_TESTDATA") == "" {
+	which := os.Getenv("LOCKHARNESS_RECORD_TESTDATA")
+	if which == "" {
 		t.Skip("records ../testdata/runs; run it with `make testdata`")
 	}
 	needRedis(t)
 	t.Cleanup(proc.KillAll)
+	names := strings.Split(which, ",")
 	for _, e := range Catalog {
+		if which != "1" && !slices.Contains(names, e.Name) {
+			continue
+		}
 		t.Run(e.Name, func(t *testing.T) {
 			s := e.Spec
 			s.Name, s.Seed = e.Name, 1

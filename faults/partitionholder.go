@@ -1,0 +1,57 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/lockharness/lockharness/internal/options"
+)
+
+// partitionHolder cuts the lock's holder off from every node and sentinel
+// a third into its hold, while its link to the protected resource stays
+// up: the lock is lost while the work goes on, as when a watchdog cannot
+// renew or a client keeps working after its library said the lock is gone.
+// The links refuse connections rather than drop packets, so the holder's
+// renewals and release fail at once and certainly (they were never sent):
+// its lease ends at its ttl, which the checker can then hold each later
+// write against.
+var partitionHolder = Fault{
+	Name:    "partition-holder",
+	Waits:   true,
+	Summary: "a third into a hold, refuse the holder's links to the lock's nodes for 1.5-3 TTLs; its database link stays up",
+	Options: []options.Spec{forOpt("1.5-3 TTLs")},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		hold := hold(opts, rng, scale(env.TTL, 1.5), 3*env.TTL)
+		slot, detail := awaitIntoHold(ctx, env, env.Hold/3)
+		if slot < 0 || ctx.Err() != nil {
+			return nil
+		}
+		refuse := func(l *Link) error { l.Refuse(); return nil }
+		return linksFor(ctx, env, "partition-holder", clientTarget([]int{slot}), detail+"; its links to the lock's nodes refused, its database link kept",
+			env.ClientLinks(slot), hold, refuse)
+	},
+}
+
+// awaitIntoHold waits (at most 3 TTLs) for a holder that has held the lock
+// for into, the one of now if it has not held it longer, else the next,
+// and returns its slot (-1 if none came) and what it saw. A replay hands
+// the grant over through ctx, already that long into its hold.
+func awaitIntoHold(ctx context.Context, env *Env, into time.Duration) (int, string) {
+	if slot, held, ok := grantWaited(ctx); ok {
+		return slot, fmt.Sprintf("%v after client %d acquired the lock", held.Round(time.Millisecond), slot)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
+	defer cancel()
+	slot, held, err := env.Clients.AwaitHolder(wctx)
+	if err == nil && held > into {
+		slot, err = env.Clients.AwaitGrant(wctx)
+		held = 0
+	}
+	if err != nil {
+		return -1, ""
+	}
+	sleep(ctx, into-held)
+	return slot, fmt.Sprintf("%v after client %d acquired the lock", into.Round(time.Millisecond), slot)
+}
