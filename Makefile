@@ -10,7 +10,7 @@ IMAGE ?= lockharness/redis:local
 COMMIT  := $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/lockharness/lockharness/internal/version.commit=$(COMMIT)
 
-.PHONY: setup deps build example docker-image docker-clean test test-short fuzz testdata lint bench bench-ops repro-failover repro suite suite-full report serve clean
+.PHONY: setup deps build example docker-image docker-clean test test-short fuzz testdata mutants lint bench bench-ops repro-failover repro suite suite-full report serve clean
 
 ## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
 setup: deps build
@@ -52,8 +52,8 @@ docker-clean:
 		if [ -n "$(FORCE)" ] || [ ! -d /proc/$$pid ]; then docker rm -f $$id >/dev/null && n=$$((n+1)); fi; \
 	done; echo "removed $$n harness containers"
 
-## test: lint, every test (including real redis-server processes under faults, and the recorded runs in testdata/), then a short fuzz of decode → check → report
-test: lint example
+## test: lint, the checker's mutants, every test (including real redis-server processes under faults, and the recorded runs in testdata/), then a short fuzz of decode → check → report
+test: lint example mutants
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -run '^$$' -fuzz FuzzDecodeCheckReport -fuzztime $(or $(FUZZTIME),10s) -fuzzminimizetime 20x ./reports
 
@@ -61,6 +61,11 @@ test: lint example
 example:
 	cd examples/customlock && $(GO) vet . && $(GO) build -o ../../bin/customlock-harness .
 	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; bin/customlock-harness run --lock ourlock --nemesis none --time-limit 4s --store $$d >/dev/null 2>&1 && echo "examples/customlock: ourlock valid"
+
+## mutants: plant every kind of defect in every valid recorded run (testdata/runs) and hold the checker to naming each; equivalent changes must stay valid
+mutants:
+	@out=$$($(GO) test -count=1 -run '^TestMutants$$' -v ./internal/mutants 2>&1); code=$$?; \
+	echo "$$out" | grep -v -E '^(=== RUN|--- (PASS|FAIL)|PASS$$|FAIL$$|ok |FAIL	)'; exit $$code
 
 ## fuzz: fuzz decode → check → report for longer (FUZZTIME, default 5m)
 fuzz:

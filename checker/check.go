@@ -63,6 +63,7 @@ func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {
 		c.checkLinearizability(deadline)
 	}()
 	c.auditLeases()
+	c.auditPhantoms()
 	c.auditResource()
 	c.auditLiveness()
 	// What the audits built is not needed again: a soak's is large.
@@ -82,6 +83,8 @@ type checker struct {
 	end    int64
 	slack  int64
 	faults []fault
+	// outages are the spans in which faults had nodes serving nobody.
+	outages []history.Outage
 	// horizon is when an audit of a history still being recorded was
 	// taken (AuditPrefix): a lease not yet released may end there. 0 for
 	// a whole history.
@@ -136,6 +139,9 @@ func newChecker(b *history.OpsBuilder, opts Options) *checker {
 		listed:   make(map[string]int),
 		unlisted: make(map[string]int),
 		perKey:   make(map[anomalyKey]int),
+	}
+	for _, e := range b.Nemesis() {
+		c.outages = append(c.outages, e.Down...)
 	}
 	for i := range ops {
 		if o := &ops[i]; o.F == history.Acquire && o.UnseenRenewals {

@@ -13,7 +13,7 @@ import (
 // is judged after the run, and a refused write rests on no other grant
 // being live, which an acquire or extend still outstanding may yet undo,
 // so none of them is among them.
-var OnlineAnomalies = []string{DoubleGrant, StaleWrite, ForeignRelease, ExpiredWrite}
+var OnlineAnomalies = []string{DoubleGrant, StaleWrite, ForeignRelease, ExpiredWrite, PhantomGrant}
 
 // ParseAnomalies reads a list of online anomalies, comma-separated, or
 // "any" for all of them.
@@ -64,6 +64,7 @@ func AuditPrefix(events []history.Event, now int64, wanted []string, opts Option
 	c := newChecker(b, opts)
 	c.horizon = now
 	c.auditLeases()
+	c.auditPhantoms()
 	if !opts.Database {
 		c.auditCounterWrites(c.acceptedWrites())
 	}

@@ -32,10 +32,15 @@ const (
 	// holder loses work; one that refuses everything is not safe, only
 	// useless.
 	RefusedWrite = "refused-write"
+	// PhantomGrant: a client was told it holds the lock while every node
+	// that could grant it was down, from before its acquire was sent until
+	// after its answer came: no server granted it. A client or library
+	// that reports a grant it never got does this.
+	PhantomGrant = "phantom-grant"
 )
 
 // AnomalyNames lists every anomaly in report order.
-var AnomalyNames = []string{DoubleGrant, StaleWrite, LostUpdate, ForeignRelease, StuckLock, ExpiredWrite, RefusedWrite}
+var AnomalyNames = []string{DoubleGrant, StaleWrite, LostUpdate, ForeignRelease, StuckLock, ExpiredWrite, RefusedWrite, PhantomGrant}
 
 // Verdict is Jepsen's three-valued result: valid, invalid or unknown.
 type Verdict int

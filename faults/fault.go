@@ -411,6 +411,15 @@ type Env struct {
 	// ran are the options of the fault this copy of the environment runs
 	// (Injection.run), recorded with its start.
 	ran options.Values
+	// down are the outages the fault caused (Down), recorded with its end.
+	down []history.Outage
+}
+
+// Down notes that node served nobody from from until until (the
+// recorder's times: after its kill was confirmed, before its restart
+// began); the fault's end records it.
+func (e *Env) Down(node string, from, until time.Duration) {
+	e.down = append(e.down, history.Outage{Node: node, From: int64(from), Until: int64(until), Of: len(e.Cluster.NodeNames())})
 }
 
 // Clients is what client faults need from the workload.
@@ -438,7 +447,9 @@ func (e *Env) Begin(fault, target, detail string) func(detail string) {
 		Options: e.ran.String()})
 	e.Log("%7.3fs  %-13s start  %s %s", start.At().Seconds(), fault, target, detail)
 	return func(endDetail string) {
-		end := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.End, Target: target, Detail: endDetail})
+		end := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.End, Target: target, Detail: endDetail,
+			Down: e.down})
+		e.down = nil
 		e.Log("%7.3fs  %-13s end    %s %s", end.At().Seconds(), fault, target, endDetail)
 	}
 }

@@ -96,7 +96,9 @@ var killNode = Fault{
 			end("kill failed")
 			return err
 		}
+		down := env.Rec.Now()
 		time.Sleep(delay)
+		env.Down(n.Name(), down, env.Rec.Now())
 		// Restart even when the run is ending: the final heal needs the node.
 		err = n.Restart(context.Background())
 		end(restarted(env, n, err))

@@ -235,7 +235,7 @@ var killPrimary = Fault{
 	Needs:   withFailover,
 	Options: []options.Spec{failoverFor},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		return onPrimary(ctx, env, rng, opts, "kill-primary", "restart in", restarted,
+		return onPrimary(ctx, env, rng, opts, "kill-primary", "restart in", restarted, true,
 			cluster.Node.Kill, func(n cluster.Node) error { return n.Restart(context.Background()) })
 	},
 }
@@ -247,14 +247,17 @@ var pausePrimary = Fault{
 	Needs:   withFailover,
 	Options: []options.Spec{failoverFor},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		return onPrimary(ctx, env, rng, opts, "pause-primary", "for", func(*Env, cluster.Node, error) string { return "resumed" },
+		return onPrimary(ctx, env, rng, opts, "pause-primary", "for", func(*Env, cluster.Node, error) string { return "resumed" }, false,
 			cluster.Node.Pause, cluster.Node.Resume)
 	},
 }
 
 // onPrimary injects a process fault on the current primary, holds it long
 // enough for a failover, undoes it (also when the run ends) and settles.
-func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, fault, holdWord string, healed func(*Env, cluster.Node, error) string, inject, undo func(cluster.Node) error) error {
+// kills: once inject returns the node certainly serves nobody until undo
+// (a kill waits for the exit; a SIGSTOP may land a moment later, so a
+// pause records no outage).
+func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, fault, holdWord string, healed func(*Env, cluster.Node, error) string, kills bool, inject, undo func(cluster.Node) error) error {
 	p, err := primary(ctx, env)
 	if err != nil {
 		return err
@@ -263,8 +266,12 @@ func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Value
 	if err := inject(p); err != nil {
 		return err
 	}
+	down := env.Rec.Now()
 	end := env.Begin(fault, primaryTarget(env, p), holdWord+" "+hold.String())
 	sleep(ctx, hold)
+	if kills {
+		env.Down(p.Name(), down, env.Rec.Now())
+	}
 	err = undo(p)
 	end(healed(env, p, err))
 	settle(ctx, env)

@@ -138,6 +138,20 @@ type Event struct {
 	// random included, spelled as after its name (clients=0/2:for=6.854s),
 	// so that a replay can pin them.
 	Options string `json:"options,omitempty"`
+	// Down is a fault's end: the nodes it took out of service, each for
+	// the span in which it certainly served nobody.
+	Down []Outage `json:"down,omitempty"`
+}
+
+// Outage is a node certainly serving nobody from From until Until, on the
+// harness's clock: killed and not yet restarting. Of is how many nodes of
+// the topology can hold the lock, so that a reader can tell when every one
+// of them was out: a grant answered then came from no server.
+type Outage struct {
+	Node  string `json:"node"`
+	From  int64  `json:"from"`
+	Until int64  `json:"until"`
+	Of    int    `json:"of"`
 }
 
 // At is the event's time as a duration since the run started.

@@ -100,6 +100,16 @@ func (e *Event) validate() error {
 		if e.F == "" {
 			return fmt.Errorf("nemesis event has no fault name in \"f\"")
 		}
+		for _, o := range e.Down {
+			switch {
+			case e.Phase != End:
+				return fmt.Errorf("down belongs to a fault's end, not to its %s", e.Phase)
+			case o.Node == "" || o.Of < 1:
+				return fmt.Errorf("down: an outage needs a node and of >= 1, got %+v", o)
+			case o.From < 0 || o.From > o.Until || o.Until > e.Time:
+				return fmt.Errorf("down: outage of %s from %d until %d is not a span before its fault's end at %d", o.Node, o.From, o.Until, e.Time)
+			}
+		}
 		return nil
 	}
 	switch e.Type {

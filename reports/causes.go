@@ -47,6 +47,7 @@ func (a *analysis) causes(f checker.Finding) []string {
 	out = append(out, a.clockMoves(from, to, explained)...)
 	out = append(out, a.frozenClients(ops, from, to, explained)...)
 	out = append(out, a.wrongRefusal(f, ops)...)
+	out = append(out, a.grantFromNowhere(f, ops, explained)...)
 	if len(out) > 0 {
 		return out
 	}
@@ -251,4 +252,39 @@ func (a *analysis) wrongRefusal(f checker.Finding, ops []int) []string {
 	o := a.ops[w]
 	return []string{fmt.Sprintf("the resource's check refused client %d's write with fence %d at %s while no other grant of %s may have been live: it refuses the lock's current holder, whose work is lost, not only stale ones",
 		o.Client, o.Fence, secs(o.DoneAt()), o.Key)}
+}
+
+// grantFromNowhere tells a phantom-grant finding's cause: the outages
+// (history.Outage, recorded with their faults' ends) that covered its
+// acquire from its invoke to its answer.
+func (a *analysis) grantFromNowhere(f checker.Finding, ops []int, explained map[int]bool) []string {
+	if f.Anomaly != checker.PhantomGrant {
+		return nil
+	}
+	var out []string
+	for _, o := range ops {
+		g := a.ops[o]
+		if g.F != history.Acquire {
+			continue
+		}
+		var spans []string
+		for _, e := range a.events {
+			for _, d := range e.Down {
+				if d.From <= g.InvT && g.DoneT <= d.Until {
+					spans = append(spans, fmt.Sprintf("%s was killed from %s until %s (%s)", d.Node, secs(time.Duration(d.From)), secs(time.Duration(d.Until)), e.F))
+				}
+			}
+		}
+		if len(spans) == 0 {
+			continue
+		}
+		for i, b := range a.bands {
+			if !b.Observed && b.Start <= g.InvokedAt() && b.End >= g.DoneAt() {
+				explained[i] = true
+			}
+		}
+		out = append(out, fmt.Sprintf("%s, the whole of client %d's acquire from %s to %s: the grant it was told of came from no server (its client or library reported a grant it never got)",
+			strings.Join(spans, " and "), g.Client, secs(g.InvokedAt()), secs(g.DoneAt())))
+	}
+	return out
 }

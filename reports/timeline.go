@@ -290,6 +290,13 @@ func (a *analysis) redSpans(fi int, f checker.Finding, ops []int) []RedSpan {
 		if w := a.refusedWrite(ops); w >= 0 {
 			lane(a.ops[w].Client, a.ops[w].InvokedAt(), a.ops[w].DoneAt())
 		}
+	case checker.PhantomGrant:
+		// The acquire, sent and answered while no node served.
+		for _, o := range ops {
+			if a.ops[o].F == history.Acquire {
+				lane(a.ops[o].Client, a.ops[o].InvokedAt(), a.ops[o].DoneAt())
+			}
+		}
 	case checker.ForeignRelease:
 		for _, o := range ops {
 			if k := a.ops[o].F; k == history.Release || k == history.Extend {
