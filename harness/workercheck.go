@@ -2,25 +2,33 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/scenario"
 	"github.com/lockharness/lockharness/workloads"
 )
 
-// cmdWorkerCheck runs a worker through a scripted session against a real
-// redis-server of its own and names every protocol mistake it makes.
+// cmdWorkerCheck runs a worker through scripted sessions against servers
+// of its own, one per topology it announces (and with PostgreSQL, for a
+// worker that writes to it), and names every protocol mistake it makes.
 func cmdWorkerCheck(args []string, stdout, stderr io.Writer) int {
-	c := newCommand("worker-check", "'CMD ARGS'", "Runs a worker (the command, by /bin/sh, as --worker-cmd would) through a scripted session against a\n"+
-		"redis-server of its own: handshake, acquire, busy, write, extend if offered, a release of a lease it does not\n"+
-		"hold, release, renewal events if offered, exit on end of input. Prints what passed and every mistake in plain\n"+
-		"words. Exit 0 when the worker conforms to docs/worker-protocol.md, 1 when it does not.")
+	c := newCommand("worker-check", "'CMD ARGS'", "Runs a worker (the command, by /bin/sh, as --worker-cmd would) through a scripted session on every\n"+
+		"topology its ready line announces, each against servers of its own started as a run starts them, the hello\n"+
+		"shaped as a run's (its own links, the dial map of a sentinel's or cluster's announced addresses): handshake,\n"+
+		"acquire, busy, write, extend if offered, a release of a lease it does not hold, release, renewal events if\n"+
+		"offered, exit on end of input. A worker that writes to PostgreSQL itself gets two more sessions against a\n"+
+		"scratch PostgreSQL: the inventory (a ledger row under its token; fenced, a write under a lower fence\n"+
+		"refused) and the jobs (a read of the next job, its done row). Prints what passed and every mistake in\n"+
+		"plain words. Exit 0 when the worker conforms to docs/worker-protocol.md, 1 when it does not.")
 	opTimeout := c.Duration("op-timeout", 500*time.Millisecond, "the op_timeout_ms the hello gives")
 	replyWithin := c.Duration("reply-within", 5*time.Second, "how long a reply may take before it counts as missing")
+	topologies := c.String("topology", "", "only these of the topologies the worker announces, comma-separated (default: every one)")
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -36,28 +44,42 @@ func cmdWorkerCheck(args []string, stdout, stderr io.Writer) int {
 		return exitHarness
 	}
 	defer os.RemoveAll(dir)
-	node, err := cluster.StartLocal(ctx, "n1", dir, cluster.PersistNone)
+	opt := scenario.WorkerCheckOptions{OpTimeout: *opTimeout, ReplyWithin: *replyWithin, Dir: dir, Stderr: stderr,
+		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "worker-check: "+format+"\n", args...) }}
+	if *topologies != "" {
+		opt.Topologies = strings.Split(*topologies, ",")
+	}
+	ready, sessions, err := scenario.CheckWorker(ctx, pos[0], opt)
+	if errors.Is(err, scenario.ErrNotAnnounced) {
+		return c.fail(stderr, "%v", err)
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "harness: worker-check needs a redis-server: %v\n", err)
+		fmt.Fprintf(stderr, "harness: worker-check: %v\n", err)
 		return exitHarness
 	}
-	defer node.Stop()
-	rep, err := workloads.CheckWorker(ctx, workloads.ShellCommand(pos[0], 0), workloads.ConformanceConfig{Addr: node.Addr(), OpTimeout: *opTimeout,
-		ReplyWithin: *replyWithin, Stderr: stderr})
-	if err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
-		return exitHarness
+	problems := 0
+	for _, s := range sessions {
+		fmt.Fprintf(stdout, "%s:\n", s.Name())
+		for _, p := range s.Report.Passed {
+			fmt.Fprintf(stdout, "  ok    %s\n", p)
+		}
+		for _, p := range s.Report.Problems {
+			fmt.Fprintf(stdout, "  FAIL  %s\n", p)
+		}
+		problems += len(s.Report.Problems)
 	}
-	for _, p := range rep.Passed {
-		fmt.Fprintf(stdout, "ok    %s\n", p)
-	}
-	for _, p := range rep.Problems {
-		fmt.Fprintf(stdout, "FAIL  %s\n", p)
-	}
-	if !rep.OK() {
-		fmt.Fprintf(stdout, "%d problems: the worker does not conform to the worker protocol %d (docs/worker-protocol.md)\n", len(rep.Problems), workloads.Protocol)
+	if problems > 0 {
+		fmt.Fprintf(stdout, "%d problems in %d sessions: the worker does not conform to the worker protocol %d (docs/worker-protocol.md)\n", problems, len(sessions), workloads.Protocol)
 		return 1
 	}
-	fmt.Fprintf(stdout, "conformant: %s %s speaks the worker protocol %d\n", rep.Ready.Name, rep.Ready.Version, workloads.Protocol)
+	fmt.Fprintf(stdout, "conformant: %s %s speaks the worker protocol %d in %d sessions (%s)\n", ready.Name, ready.Version, workloads.Protocol, len(sessions), sessionNames(sessions))
 	return 0
+}
+
+func sessionNames(ss []scenario.WorkerSession) string {
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = s.Name()
+	}
+	return strings.Join(names, "; ")
 }

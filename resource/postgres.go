@@ -333,3 +333,33 @@ func (w *Writer) Write(a Write) (Outcome, error) {
 		return update(decrement, sku, a.Fence)
 	})
 }
+
+// RowsOf counts the rows the workload's table on the server at addr holds
+// of writes under token: the inventory's ledger, or jobs' done rows. A
+// worker's conformance session checks its writes by it.
+func RowsOf(ctx context.Context, addr, workload, token string) (int64, error) {
+	conn, err := pgx.Connect(ctx, DSN(addr))
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	table := "ledger"
+	if workload == Jobs {
+		table = "done"
+	}
+	var n int64
+	err = conn.QueryRow(ctx, "SELECT count(*) FROM "+table+" WHERE token = $1", token).Scan(&n)
+	return n, err
+}
+
+// RaiseFence stores a lock_token in the inventory higher than any fence a
+// lock hands out in a session, so that a fenced write must be refused.
+func RaiseFence(ctx context.Context, addr string) error {
+	conn, err := pgx.Connect(ctx, DSN(addr))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "UPDATE inventory SET lock_token = $1", int64(1)<<60)
+	return err
+}

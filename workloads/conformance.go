@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/resource"
 )
 
 // Conformance is the report of a worker's scripted session: what it did
@@ -33,23 +34,69 @@ func (c *Conformance) OK() bool { return len(c.Problems) == 0 }
 
 // ConformanceConfig is what the session runs against.
 type ConformanceConfig struct {
-	// Addr is a Redis the session may use freely (the check flushes it).
-	Addr        string
+	// Addr is a Redis the session may use freely (the check flushes it),
+	// for a session on one node; or give Hello and Servers.
+	Addr string
+	// Hello is the session's hello with where the service is (topology,
+	// nodes, sentinel, dial, credentials, a database); the session fills
+	// in its timeouts and client slot.
+	Hello Hello
+	// Servers is what the session asks of the servers behind Hello.
+	Servers Servers
+	// Key is the lock key the session uses (default CheckKey).
+	Key         string
 	OpTimeout   time.Duration
 	ReplyWithin time.Duration
 	// Stderr receives the worker's stderr.
 	Stderr io.Writer
 }
 
-// CheckWorker runs cmd through a scripted session against the Redis at
-// cfg.Addr: handshake, acquire, busy, write, extend (if offered), a
-// release of a lease it does not hold, release, a renewal event (if
-// offered), and an orderly exit when stdin closes.
+// CheckKey is the lock key a conformance session uses.
+const CheckKey = "lockharness-check"
+
+// Servers is what a conformance session asks of the servers behind its
+// hello, to see that the worker did what it answered.
+type Servers interface {
+	// Flush empties the lock's servers before the session.
+	Flush(ctx context.Context) error
+	// Keys counts the keys the lock's servers hold.
+	Keys(ctx context.Context) (int64, error)
+	// Rows counts the rows the database holds of writes under token: the
+	// inventory's ledger, or jobs done.
+	Rows(ctx context.Context, token string) (int64, error)
+	// FenceAbove stores a fence higher than any the lock can hand out, so
+	// that a fenced write must be refused.
+	FenceAbove(ctx context.Context) error
+}
+
+// nodeServers is one Redis node, with no database.
+type nodeServers struct{ rdb *redis.Client }
+
+func (n nodeServers) Flush(ctx context.Context) error { return n.rdb.FlushAll(ctx).Err() }
+func (n nodeServers) Keys(ctx context.Context) (int64, error) {
+	return n.rdb.DBSize(ctx).Result()
+}
+func (nodeServers) Rows(context.Context, string) (int64, error) { return 0, errors.New("no database") }
+func (nodeServers) FenceAbove(context.Context) error            { return errors.New("no database") }
+
+// CheckWorker runs cmd through a scripted session against the servers of
+// cfg: handshake, acquire, busy, write (to the database when the hello
+// names one: a row under its token, a fenced write refused, a job read),
+// extend (if offered), a release of a lease it does not hold, release, a
+// renewal event (if offered), and an orderly exit when stdin closes.
 func CheckWorker(ctx context.Context, cmd *exec.Cmd, cfg ConformanceConfig) (*Conformance, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.Addr})
-	defer rdb.Close()
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("the session's redis at %s: %w", cfg.Addr, err)
+	if cfg.Servers == nil {
+		rdb := redis.NewClient(&redis.Options{Addr: cfg.Addr})
+		defer rdb.Close()
+		cfg.Servers = nodeServers{rdb}
+		cfg.Hello = NewHello(0)
+		cfg.Hello.Topology, cfg.Hello.Nodes = "single", []string{cfg.Addr}
+	}
+	if cfg.Key == "" {
+		cfg.Key = CheckKey
+	}
+	if err := cfg.Servers.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("the session's servers: %w", err)
 	}
 	s, err := startSession(cmd, cfg)
 	if err != nil {
@@ -57,7 +104,7 @@ func CheckWorker(ctx context.Context, cmd *exec.Cmd, cfg ConformanceConfig) (*Co
 	}
 	defer s.kill()
 	rep := &Conformance{}
-	s.run(ctx, rdb, rep)
+	s.run(ctx, rep)
 	rep.Problems = append(rep.Problems, s.lineProblems()...)
 	return rep, nil
 }
@@ -322,10 +369,10 @@ func checkReply(m Message, raw []byte) error {
 	return nil
 }
 
-func (s *session) run(ctx context.Context, rdb *redis.Client, rep *Conformance) {
+func (s *session) run(ctx context.Context, rep *Conformance) {
 	pass := func(format string, args ...any) { rep.Passed = append(rep.Passed, fmt.Sprintf(format, args...)) }
-	h := NewHello(0)
-	h.Topology, h.OpTimeoutMs, h.ReplyWithinMs, h.Nodes = "single", s.cfg.OpTimeout.Milliseconds(), s.cfg.ReplyWithin.Milliseconds(), []string{s.cfg.Addr}
+	h := s.cfg.Hello
+	h.Op, h.Protocol, h.OpTimeoutMs, h.ReplyWithinMs = OpHello, Protocol, s.cfg.OpTimeout.Milliseconds(), s.cfg.ReplyWithin.Milliseconds()
 	hello, _ := json.Marshal(h)
 	if _, err := s.stdin.Write(append(hello, '\n')); err != nil {
 		s.problem("it took no hello: %v", err)
@@ -350,7 +397,7 @@ func (s *session) run(ctx context.Context, rdb *redis.Client, rep *Conformance) 
 	pass("handshake: %s %s, protocol %d, extend %v, fences %v, renewals %s, points %v, topologies %v",
 		r.Name, r.Version, r.Protocol, r.Extend, r.Fences, r.Renewals, r.Points, r.Topologies)
 
-	const key = "lockharness-check"
+	key := s.cfg.Key
 	ttl := int64(2000)
 	id := int64(0)
 	call := func(req Request) (Message, bool) {
@@ -380,19 +427,25 @@ func (s *session) run(ctx context.Context, rdb *redis.Client, rep *Conformance) 
 		if m.ValidMs <= 0 || m.ValidMs > ttl {
 			s.problem("acquire's valid_ms is %d; want the lease the client believes in, 1..%d ms", m.ValidMs, ttl)
 		}
-		if n, err := rdb.DBSize(ctx).Result(); err == nil && n == 0 {
-			s.problem("acquire answered ok, but the server holds no key at all")
+		if n, err := s.cfg.Servers.Keys(ctx); err == nil && n == 0 {
+			s.problem("acquire answered ok, but the servers hold no key at all")
 		}
 	}
 	if m, ok = call(Request{Op: history.Acquire, Token: "B", TTLMs: ttl}); !ok {
 		return
 	}
 	want("acquire of a held lock (another token)", m, history.Fail, history.ReasonBusy)
-	if m, ok = call(Request{Op: history.Write, Token: "A", Value: 41}); !ok {
-		return
-	}
-	if want("write under the lease", m, history.OK, "") && (m.Value != 42 || m.Token != "A") {
-		s.problem("write answered value %d token %q; want value 42 (the value sent plus one) under token \"A\"", m.Value, m.Token)
+	if db := h.Database; db != nil {
+		if !s.databaseWrites(ctx, db, r, call, want, pass) {
+			return
+		}
+	} else {
+		if m, ok = call(Request{Op: history.Write, Token: "A", Value: 41}); !ok {
+			return
+		}
+		if want("write under the lease", m, history.OK, "") && (m.Value != 42 || m.Token != "A") {
+			s.problem("write answered value %d token %q; want value 42 (the value sent plus one) under token \"A\"", m.Value, m.Token)
+		}
 	}
 	if r.Extend {
 		if m, ok = call(Request{Op: history.Extend, Token: "A", TTLMs: 3 * ttl}); !ok {
@@ -430,6 +483,75 @@ func (s *session) run(ctx context.Context, rdb *redis.Client, rep *Conformance) 
 	case <-time.After(2 * time.Second):
 		s.problem("it did not exit within 2s of its stdin closing")
 	}
+}
+
+// databaseWrites holds the lease "A" to what it writes to the database
+// itself: an inventory write leaves a ledger row under its token, and,
+// fenced, a write under a fence lower than the one the database holds is
+// refused; a jobs read names a job, and its write records it done. It
+// reports whether the session can go on.
+func (s *session) databaseWrites(ctx context.Context, db *Database, r Ready, call func(Request) (Message, bool),
+	want func(string, Message, string, string) bool, pass func(string, ...any)) bool {
+	rows := func(step string, n int64) {
+		got, err := s.cfg.Servers.Rows(ctx, "A")
+		switch {
+		case err != nil:
+			s.problem("%s: the database could not be read: %v", step, err)
+		case got != n:
+			s.problem("%s: the database holds %s of token \"A\"; want %d", step, rowCount(got), n)
+		default:
+			pass("%s: %s of its token in the database", step, rowCount(n))
+		}
+	}
+	if db.Workload == resource.Jobs {
+		m, ok := call(Request{Op: history.Read, Token: "A"})
+		if !ok {
+			return false
+		}
+		if !want("read of the next job", m, history.OK, "") {
+			return true
+		}
+		if m.Value <= 0 {
+			s.problem("read answered job %d; want the first job waiting behind the key", m.Value)
+			return true
+		}
+		job := m.Value
+		if m, ok = call(Request{Op: history.Write, Token: "A", Value: job}); !ok {
+			return false
+		}
+		if want(fmt.Sprintf("write of job %d done", job), m, history.OK, "") {
+			rows("the job's done row", 1)
+		}
+		return true
+	}
+	m, ok := call(Request{Op: history.Write, Token: "A"})
+	if !ok {
+		return false
+	}
+	if want("write to the database under the lease", m, history.OK, "") {
+		rows("the write's ledger row", 1)
+	}
+	if !r.Fences || db.Fencing == resource.FenceNone {
+		return true
+	}
+	if err := s.cfg.Servers.FenceAbove(ctx); err != nil {
+		s.problem("the database's fence could not be raised: %v", err)
+		return true
+	}
+	if m, ok = call(Request{Op: history.Write, Token: "A"}); !ok {
+		return false
+	}
+	if want("write under a fence lower than the database holds", m, history.Fail, history.ReasonRejected) {
+		rows("after the refused write", 1)
+	}
+	return true
+}
+
+func rowCount(n int64) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
 }
 
 // outcome writes a reply's type and reason as the report does: fail (busy).

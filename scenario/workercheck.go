@@ -1,0 +1,315 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/resource"
+	"github.com/lockharness/lockharness/workloads"
+)
+
+// ErrNotAnnounced is a session asked for on a topology the worker's ready
+// line does not announce.
+var ErrNotAnnounced = errors.New("not a topology the worker announces")
+
+// WorkerCheckOptions are how `harness worker-check` runs a worker's
+// sessions.
+type WorkerCheckOptions struct {
+	// Topologies limits the sessions to these of the ones the worker
+	// announces (empty: every one).
+	Topologies  []string
+	OpTimeout   time.Duration
+	ReplyWithin time.Duration
+	// Dir is where the sessions' servers keep their files.
+	Dir string
+	// Stderr gets the worker's stderr; Log a line as each session starts.
+	Stderr io.Writer
+	Log    func(format string, args ...any)
+}
+
+// WorkerSession is one conformance session of a worker: on a topology, and
+// with a database when Database names its workload.
+type WorkerSession struct {
+	Topology, Database string
+	Report             *workloads.Conformance
+}
+
+// Name is the session as the report heads it.
+func (w WorkerSession) Name() string {
+	if w.Database != "" {
+		return w.Topology + " + postgres " + w.Database
+	}
+	return w.Topology
+}
+
+// CheckWorker runs a worker the way runs will: first its ready line, then
+// a conformance session on every topology it announces, each against
+// servers of its own started as a run starts them, its hello shaped as a
+// run's (behind links of its own, with the dial map a sentinel's or
+// cluster's announced addresses need); and, for a worker that writes to
+// PostgreSQL itself, one session with the inventory and one with the jobs
+// workload against a scratch PostgreSQL.
+func CheckWorker(ctx context.Context, commandLine string, opt WorkerCheckOptions) (workloads.Ready, []WorkerSession, error) {
+	ready, err := workloads.Probe(workloads.ShellCommand(commandLine, 0), opt.Stderr)
+	if err != nil {
+		return ready, nil, err
+	}
+	topologies := ready.Topologies
+	if len(topologies) == 0 {
+		topologies = []string{cluster.Single}
+	}
+	for _, t := range opt.Topologies {
+		if !slices.Contains(topologies, t) {
+			return ready, nil, fmt.Errorf("--topology %s: %w (it announces %s)", t, ErrNotAnnounced, strings.Join(topologies, ", "))
+		}
+	}
+	if len(opt.Topologies) > 0 {
+		topologies = opt.Topologies
+	}
+	var sessions []WorkerSession
+	for i, t := range topologies {
+		if err := cluster.OneOf("topology", t, cluster.Topologies); err != nil {
+			return ready, sessions, fmt.Errorf("its ready line: %w", err)
+		}
+		opt.Log("session on %s", t)
+		rep, err := checkOnTopology(ctx, commandLine, t, nil, filepath.Join(opt.Dir, fmt.Sprint(i)), opt)
+		if err != nil {
+			return ready, sessions, fmt.Errorf("session on %s: %w", t, err)
+		}
+		sessions = append(sessions, WorkerSession{Topology: t, Report: rep})
+	}
+	if !slices.Contains(ready.Writes, resource.Postgres) {
+		return ready, sessions, nil
+	}
+	if _, err := resource.PostgresBin(); err != nil {
+		return ready, sessions, fmt.Errorf("the worker writes to postgres, and this machine has no PostgreSQL to check it against: %w", err)
+	}
+	srv, err := resource.StartPostgres(ctx, filepath.Join(opt.Dir, "postgres"))
+	if err != nil {
+		return ready, sessions, err
+	}
+	defer srv.Close()
+	for _, s := range []resource.Schema{{Workload: resource.Inventory}, {Workload: resource.Jobs, Keys: []string{workloads.CheckKey}}} {
+		if err := resource.Prepare(ctx, srv.Addr, s); err != nil {
+			return ready, sessions, err
+		}
+	}
+	for i, workload := range []string{resource.Inventory, resource.Jobs} {
+		db := &workloads.Database{Kind: resource.Postgres, DSN: resource.DSN(srv.Addr), Workload: workload, Fencing: resource.FenceNone,
+			TimeoutMs: 10_000}
+		if workload == resource.Inventory {
+			db.SKU = resource.SKU
+			if ready.Fences {
+				db.Fencing = resource.FenceWhere
+			}
+		}
+		opt.Log("session on %s with postgres (%s)", topologies[0], workload)
+		rep, err := checkOnTopology(ctx, commandLine, topologies[0], &database{srv: srv}, filepath.Join(opt.Dir, fmt.Sprintf("db%d", i)), opt, db)
+		if err != nil {
+			return ready, sessions, fmt.Errorf("session with postgres (%s): %w", workload, err)
+		}
+		sessions = append(sessions, WorkerSession{Topology: topologies[0], Database: workload, Report: rep})
+	}
+	return ready, sessions, nil
+}
+
+// checkOnTopology starts the topology as a run would, runs one session
+// against it, and stops it. With a database, the hello names it.
+func checkOnTopology(ctx context.Context, commandLine, topology string, db *database, dir string, opt WorkerCheckOptions, dbHello ...*workloads.Database) (*workloads.Conformance, error) {
+	cl, err := cluster.New(cluster.Spec{Topology: topology, Backend: cluster.BackendLocal})
+	if err != nil {
+		return nil, err
+	}
+	network := faults.NewNetwork()
+	defer network.Close()
+	defer cl.Close()
+	if err := cl.Start(ctx, filepath.Join(dir, "nodes"), network.Proxy); err != nil {
+		return nil, err
+	}
+	access, err := cl.ConnectClient(0)
+	if err != nil {
+		return nil, err
+	}
+	spec := Defaults()
+	spec.OpTimeout = Duration(opt.OpTimeout)
+	h := hello(spec, cl.Shape(), access, 0, opt.ReplyWithin.Milliseconds())
+	// The worker's own links are counted, so that one dialling the
+	// addresses the servers announce instead of the hello's dial map
+	// is told so: faults on its links would never reach it.
+	counted := newCounters()
+	defer counted.close()
+	if h.Nodes, err = counted.wrapAll(h.Nodes); err != nil {
+		return nil, err
+	}
+	if h.Sentinel != nil {
+		if h.Sentinel.Addrs, err = counted.wrapAll(h.Sentinel.Addrs); err != nil {
+			return nil, err
+		}
+	}
+	dialled := map[string]*counter{}
+	for announced, own := range h.Dial {
+		c, err := counted.wrap(own)
+		if err != nil {
+			return nil, err
+		}
+		h.Dial[announced], dialled[announced] = c.addr, c
+	}
+	if len(dbHello) > 0 {
+		h.Database = dbHello[0]
+	}
+	rep, err := workloads.CheckWorker(ctx, workloads.ShellCommand(commandLine, 0), workloads.ConformanceConfig{Hello: h,
+		Servers: topologyServers{cl: cl, db: db, workload: workloadOf(h.Database)}, OpTimeout: opt.OpTimeout, ReplyWithin: opt.ReplyWithin, Stderr: opt.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	var through int64
+	for _, c := range dialled {
+		through += c.n.Load()
+	}
+	switch {
+	case len(dialled) == 0:
+	case through == 0 && rep.OK():
+		rep.Problems = append(rep.Problems, fmt.Sprintf("it never dialled through the hello's dial map (%d announced addresses mapped to its own links): it connected to the addresses the servers announce, so faults on its own links would never reach it", len(dialled)))
+	case through > 0:
+		rep.Passed = append(rep.Passed, fmt.Sprintf("dial: %d connections through its own links to the nodes the servers announced", through))
+	}
+	return rep, nil
+}
+
+func workloadOf(db *workloads.Database) string {
+	if db == nil {
+		return ""
+	}
+	return db.Workload
+}
+
+// topologyServers is a started topology (and a database) as a session
+// inspects it.
+type topologyServers struct {
+	cl       *cluster.Cluster
+	db       *database
+	workload string
+}
+
+func (t topologyServers) Flush(ctx context.Context) error {
+	var errs []error
+	for _, n := range t.cl.Nodes {
+		// A replica refuses (READONLY) and follows its primary's flush.
+		if _, err := t.cl.Do(ctx, n, "FLUSHALL"); err != nil && !strings.HasPrefix(err.Error(), "READONLY") {
+			errs = append(errs, fmt.Errorf("%s: %w", n.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (t topologyServers) Keys(ctx context.Context) (int64, error) {
+	var sum int64
+	for _, n := range t.cl.Nodes {
+		v, err := t.cl.Do(ctx, n, "DBSIZE")
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", n.Name(), err)
+		}
+		k, _ := v.(int64)
+		sum += k
+	}
+	return sum, nil
+}
+
+func (t topologyServers) Rows(ctx context.Context, token string) (int64, error) {
+	if t.db == nil {
+		return 0, errors.New("no database")
+	}
+	return resource.RowsOf(ctx, t.db.srv.Addr, t.workload, token)
+}
+
+func (t topologyServers) FenceAbove(ctx context.Context) error {
+	if t.db == nil {
+		return errors.New("no database")
+	}
+	return resource.RaiseFence(ctx, t.db.srv.Addr)
+}
+
+// counters are TCP forwarders in front of a worker's own links, each
+// counting the connections it took.
+type counters struct {
+	mu  sync.Mutex
+	all []*counter
+}
+
+type counter struct {
+	addr string
+	ln   net.Listener
+	n    atomic.Int64
+	mu   sync.Mutex
+	open []net.Conn
+}
+
+func newCounters() *counters { return &counters{} }
+
+func (cs *counters) wrapAll(addrs []string) ([]string, error) {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		c, err := cs.wrap(a)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c.addr
+	}
+	return out, nil
+}
+
+// wrap starts a forwarder to upstream.
+func (cs *counters) wrap(upstream string) (*counter, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	c := &counter{addr: ln.Addr().String(), ln: ln}
+	cs.mu.Lock()
+	cs.all = append(cs.all, c)
+	cs.mu.Unlock()
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.n.Add(1)
+			out, err := net.Dial("tcp", upstream)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			c.mu.Lock()
+			c.open = append(c.open, in, out)
+			c.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return c, nil
+}
+
+func (cs *counters) close() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, c := range cs.all {
+		c.ln.Close()
+		c.mu.Lock()
+		for _, conn := range c.open {
+			conn.Close()
+		}
+		c.mu.Unlock()
+	}
+}
