@@ -50,6 +50,9 @@ func TestExpectations(t *testing.T) {
 		{Expect{}, invalid, false},
 		{Expect{Fenced: true}, valid, false},
 		{Expect{Fenced: true}, fenced, true},
+		// A refused legitimate write makes a run invalid; Met says so
+		// even of results that claim valid.
+		{Expect{Fenced: true}, reports.Results{Valid: checker.Valid, Anomalies: map[string]int{checker.RefusedWrite: 1}, Fencing: checker.Fencing{Rejected: 3}}, false},
 	}
 	for _, c := range cases {
 		if got, why := c.e.Met(c.r); got != c.want {
@@ -129,6 +132,22 @@ func TestFailoverDoubleGrant(t *testing.T) {
 }
 
 func TestSplitBrain(t *testing.T) { runEntry(t, "split-brain", 1) }
+
+// A lease lost in the middle of the work, both ways: a renewing holder cut
+// off from the node goes on writing after its lease ended; fenced by the
+// database, its late writes are refused once the next holder wrote, and
+// no legitimate write is.
+func TestPartitionHolder(t *testing.T) {
+	r := runEntry(t, "renew-partition-holder", 1)
+	if r.Faults["partition-holder"] < 1 {
+		t.Errorf("no partition-holder window: %v", r.Faults)
+	}
+	needPostgres(t)
+	r = runEntry(t, "partition-holder-fenced", 1)
+	if r.Anomalies[checker.ExpiredWrite] != 0 || r.Stats["write"].OK < 5*r.Stats["acquire"].OK/2 {
+		t.Errorf("fenced: %v, %d writes for %d grants", r.Anomalies, r.Stats["write"].OK, r.Stats["acquire"].OK)
+	}
+}
 
 // Redlock both ways: a node that restarts empty hands a second client a
 // majority; one that stays down past the TTL does not.

@@ -102,6 +102,36 @@ func TestWriteSQL(t *testing.T) {
 		t.Errorf("the seed's statement refused no stale write: %+v, %+v", r.Fencing, r.Checker.Database)
 	}
 
+	// A statement that refuses the one legitimate holder is no fence: the
+	// run is invalid, not safe. Three ways: every second grant refused,
+	// every write refused, and the seed's "<" under several writes per
+	// grant, which refuses a holder's own second write ("<=" does not).
+	for _, c := range []struct {
+		name, where string
+		writes      int
+		refused     bool
+	}{
+		{"every second grant", ":fence % 2 = 0", 1, true},
+		{"every write", "false", 1, true},
+		{"the seed's < with 3 writes a grant", "lock_token < :fence", 3, true},
+		{"<= with 3 writes a grant", "lock_token <= :fence", 3, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".sql")
+			os.WriteFile(f, []byte("UPDATE inventory SET quantity = quantity - 1, lock_token = :fence WHERE sku = :sku AND "+c.where), 0o644)
+			s := inventory("fenced", resource.FenceNone, "none", 4*time.Second, 1)
+			s.WriteSQL, s.Writes, s.Hold = f, c.writes, Duration(600*time.Millisecond)
+			r := run(t, s)
+			if !c.refused {
+				wantValid(t, r)
+				return
+			}
+			if r.Valid != checker.Invalid || r.Anomalies[checker.RefusedWrite] < 1 {
+				t.Errorf("verdict %v, refused-write %d: want invalid with refused writes", r.Valid, r.Anomalies[checker.RefusedWrite])
+			}
+		})
+	}
+
 	bad := filepath.Join(dir, "bad.sql")
 	os.WriteFile(bad, []byte("UPDATE inventory SET quantity = quantity - 1 WHER sku = :sku"), 0o644)
 	s.WriteSQL = bad

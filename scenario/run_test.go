@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
 )
@@ -113,6 +114,59 @@ func TestCleanRunIsValid(t *testing.T) {
 	}
 	if r.Checker.Liveness != checker.LivenessOK {
 		t.Errorf("liveness %q", r.Checker.Liveness)
+	}
+}
+
+// --writes spreads a holder's writes over its hold: with a 600 ms hold
+// and 4 writes, a write every 150 ms, then the release at 600 ms.
+func TestWritesThroughTheHold(t *testing.T) {
+	s := spec("cad", "none", 6*time.Second, 1)
+	s.Writes, s.Hold = 4, Duration(600*time.Millisecond)
+	out := runOutcome(t, s)
+	wantValid(t, out.Results)
+	events, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := history.Ops(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := map[string][]*history.Op{}
+	released := map[string]int64{}
+	for i := range ops {
+		switch o := &ops[i]; o.F {
+		case history.Write:
+			writes[o.Token] = append(writes[o.Token], o)
+		case history.Release:
+			released[o.Token] = o.InvT
+		}
+	}
+	// A client's last cycle may be cut short by the run's end.
+	last := map[int]string{}
+	for i := range ops {
+		if o := &ops[i]; o.F == history.Acquire && o.Type == history.OK {
+			last[o.Client] = o.Token
+		}
+	}
+	full := 0
+	for token, ws := range writes {
+		rel, ok := released[token]
+		if !ok || len(ws) != 4 || last[ws[0].Client] == token {
+			continue
+		}
+		full++
+		for k := 1; k < len(ws); k++ {
+			if gap := time.Duration(ws[k].InvT - ws[0].DoneT); gap < time.Duration(k)*140*time.Millisecond || gap > time.Duration(k)*150*time.Millisecond+40*time.Millisecond {
+				t.Errorf("%s: write %d at %v after the first, want about %v", token, k, gap, time.Duration(k)*150*time.Millisecond)
+			}
+		}
+		if hold := time.Duration(rel - ws[0].DoneT); hold < 590*time.Millisecond || hold > 650*time.Millisecond {
+			t.Errorf("%s: released %v after its first write, want about 600ms", token, hold)
+		}
+	}
+	if full < 3 {
+		t.Errorf("%d grants wrote 4 times and released, want at least 3", full)
 	}
 }
 
