@@ -23,8 +23,10 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 			"         under a seeded mix of faults, 3 seeds) that explore without an expectation\n"+
 			"  libs   every library (redsync, redislock, rueidislock, and redis-py through its Python worker)\n"+
 			"         x {none, partition, pause-client, kill-node, clock-jump}, and x {none, partition,\n"+
-			"         pause-client} with a long hold (2.5 TTLs: only renewal keeps the lock), 3 seeds;\n"+
-			"         none must be safe, the rest are scored (scorecard.md)\n\n"+
+			"         pause-client, partition-holder} with a long hold (2.5 TTLs, 5 writes: only renewal\n"+
+			"         keeps the lock), and those on a Redis Cluster x {none, partition, pause-client,\n"+
+			"         partition-primary, cluster-failover} there, 3 seeds; none must be safe, the rest are\n"+
+			"         scored (scorecard.md)\n\n"+
 			"--lock or --worker-cmd runs every scenario with that lock instead (rows on topologies it does\n"+
 			"not run on are skipped).\n\n"+
 			"`harness suite merge DIR...` joins the results of a suite run in parts (--shard 1/n ... n/n,\n"+

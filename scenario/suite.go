@@ -146,8 +146,9 @@ var clusterFaults = []string{"none", "partition", "pause-client", "partition-pri
 
 // longHoldFaults are those it scores a long hold under: hold = 2.5 TTLs,
 // so that only renewal (the library's own, or the caller's extends) keeps
-// the lock.
-var longHoldFaults = []string{"none", "partition", "pause-client"}
+// the lock, and the holder writes through it; partition-holder cuts a
+// holder's renewals off mid-hold while it goes on writing.
+var longHoldFaults = []string{"none", "partition", "pause-client", "partition-holder"}
 
 // longHold is how long a long hold is, in TTLs, and longHoldWrites how
 // many writes a holder makes through it.

@@ -47,10 +47,10 @@ func TestPlanSuite(t *testing.T) {
 		}
 	}
 	// 3 Go libraries and redis-py x 5 faults (none has failover), and
-	// each x 3 faults with a long hold, and the 2 that run on a cluster
+	// each x 4 faults with a long hold, and the 2 that run on a cluster
 	// (redislock, rueidislock) x 5 faults there, x 3 seeds; "none" rows
 	// expect safety.
-	if want, wantExpected := (4*5+4*3+2*5)*3, (4+4+2)*3; len(libs) != want || expected != wantExpected {
+	if want, wantExpected := (4*5+4*4+2*5)*3, (4+4+2)*3; len(libs) != want || expected != wantExpected {
 		t.Errorf("libs: %d runs, %d with an expectation; want %d and %d", len(libs), expected, want, wantExpected)
 	}
 	rows := map[string]bool{}
@@ -58,7 +58,7 @@ func TestPlanSuite(t *testing.T) {
 		rows[p.Row] = true
 	}
 	for _, row := range []string{"redis-py-lock × pause-client", "rueidislock × none · long hold", "redis-py-lock × partition · long hold",
-		"redislock on cluster × none", "rueidislock on cluster × cluster-failover"} {
+		"redislock on cluster × none", "rueidislock on cluster × cluster-failover", "redislock × partition-holder · long hold"} {
 		if !rows[row] {
 			t.Errorf("libs has no row %q", row)
 		}

@@ -14,18 +14,9 @@ const ms = int64(1e6)
 // key would answer it. B's own failed attempts the move jumps over are
 // dropped; nothing else of B's moves.
 func plantGrantInLease(h *hist) []planted {
-	type cand struct{ a, b *history.Op }
-	var cands []cand
-	for _, key := range h.keys() {
-		gs := h.grants[key]
-		for i := 0; i+1 < len(gs); i++ {
-			a, b := gs[i], gs[i+1]
-			if !h.simple(a) || a.Token == b.Token || h.certEnd(a)-a.DoneT < 10*ms {
-				continue
-			}
-			cands = append(cands, cand{a, b})
-		}
-	}
+	cands := h.successive(func(a, b *history.Op) bool {
+		return h.simple(a) && a.Token != b.Token && h.certEnd(a)-a.DoneT >= 10*ms
+	})
 	var out []planted
 	for _, c := range spread(cands) {
 		lat := min(c.b.DoneT-c.b.InvT, ms)
@@ -54,6 +45,23 @@ func plantGrantInLease(h *hist) []planted {
 		e.events[c.b.Inv].Time, e.events[c.b.Done].Time = inv, inv+lat
 		out = append(out, e.done(fmt.Sprintf("%s's grant of %s moved from %s to %s, inside %s's lease (certain from %s to %s)",
 			c.b.Token, c.b.Key, secs(c.b.DoneT), secs(inv+lat), c.a.Token, secs(c.a.DoneT), secs(h.certEnd(c.a)))))
+	}
+	return out
+}
+
+// pair is two successive grants of a key.
+type pair struct{ a, b *history.Op }
+
+// successive are the pairs of successive grants of a key that ok takes.
+func (h *hist) successive(ok func(a, b *history.Op) bool) []pair {
+	var out []pair
+	for _, key := range h.keys() {
+		gs := h.grants[key]
+		for i := 0; i+1 < len(gs); i++ {
+			if ok(gs[i], gs[i+1]) {
+				out = append(out, pair{gs[i], gs[i+1]})
+			}
+		}
 	}
 	return out
 }
@@ -196,16 +204,7 @@ func renumber(rows []history.LedgerRow) {
 // and of everything written under them: the lock handed the later holder
 // the lower fence.
 func plantFencesReordered(h *hist) []planted {
-	type cand struct{ a, b *history.Op }
-	var cands []cand
-	for _, key := range h.keys() {
-		gs := h.grants[key]
-		for i := 0; i+1 < len(gs); i++ {
-			if a, b := gs[i], gs[i+1]; a.Fence > 0 && b.Fence > a.Fence && a.DoneT < b.InvT {
-				cands = append(cands, cand{a, b})
-			}
-		}
-	}
+	cands := h.successive(func(a, b *history.Op) bool { return a.Fence > 0 && b.Fence > a.Fence && a.DoneT < b.InvT })
 	var out []planted
 	for _, c := range spread(cands) {
 		e := h.edit()
