@@ -1,7 +1,10 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"math/rand"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/examples/workers"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
@@ -173,8 +177,11 @@ var RedisPyWorker = "/usr/bin/python3 " + shellQuote(repoFile("examples/workers/
 
 // repoFile finds a file of the repository (a reference worker) from
 // wherever the harness runs: the working directory or one above it (a
-// package's tests), or the checkout the binary was built into (bin/harness).
-// It returns rel itself when none has it.
+// package's tests), or the checkout the binary was built into (bin/harness);
+// failing those, a reference worker the binary carries (workers.Files) is
+// written out once to the user's cache and run from there, so that a
+// harness installed far from any checkout runs the catalog's rows. It
+// returns rel itself when none has it.
 func repoFile(rel string) string {
 	var roots []string
 	if wd, err := os.Getwd(); err == nil {
@@ -188,7 +195,47 @@ func repoFile(rel string) string {
 			return p
 		}
 	}
+	if data, ok := workers.Files[rel]; ok {
+		if p, err := writeOut(rel, data); err == nil {
+			return p
+		}
+	}
 	return rel
+}
+
+// writeOut writes a file the binary carries under the user's cache (the
+// temporary directory without one), named by its content, and returns its
+// path: runs at once write the same bytes, and a rename makes each write
+// whole.
+func writeOut(rel string, data []byte) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	sum := sha256.Sum256(data)
+	dir = filepath.Join(dir, "lockharness", "workers", hex.EncodeToString(sum[:6]))
+	p := filepath.Join(dir, filepath.Base(rel))
+	if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, data) {
+		return p, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".write-*")
+	if err != nil {
+		return "", err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	tmp.Close()
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return p, nil
 }
 
 func fileExists(p string) bool {
