@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // startPostgres starts a server for one test, or skips the test when
@@ -191,6 +192,39 @@ func TestSweepSparesLiveScratchDirectories(t *testing.T) {
 	for d, want := range map[string]bool{live: true, dead: false, young: true} {
 		if _, err := os.Stat(d); (err == nil) != want {
 			t.Errorf("%s: kept %v, want %v", filepath.Base(d), err == nil, want)
+		}
+	}
+}
+
+// Eight servers starting together under a private (0700) directory, twice:
+// each initdb's scratch directory must survive the others' sweeps (it once
+// vanished mid-initdb when another run started in the same second).
+func TestServersStartTogetherUnderAPrivateStore(t *testing.T) {
+	if _, err := PostgresBin(); errors.Is(err, ErrNoPostgres) {
+		t.Skipf("PostgreSQL is not installed (make setup installs it): %v", err)
+	}
+	if testing.Short() {
+		t.Skip("starts sixteen PostgreSQL servers")
+	}
+	store := t.TempDir() // 0700
+	for round := range 2 {
+		errs := make(chan error, 8)
+		for i := range 8 {
+			go func() {
+				// Staggered, so that each sweep meets the others' initdb
+				// at every stage of it.
+				time.Sleep(time.Duration(i) * 70 * time.Millisecond)
+				srv, err := StartPostgres(context.Background(), filepath.Join(store, strconv.Itoa(round), strconv.Itoa(i)))
+				if err == nil {
+					err = srv.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Errorf("round %d: %v", round, err)
+			}
 		}
 	}
 }

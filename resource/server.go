@@ -281,15 +281,21 @@ func (p *Server) Close() error {
 // backend writes its pid negated, or before any server wrote one.
 const ownerLock = "owner.lock"
 
-// lockScratch takes the owner's lock on a scratch directory just made.
+// lockScratch takes the owner's lock on a scratch directory just made. The
+// lock file is locked under another name and then renamed into place, so
+// that no sweep ever finds it unlocked.
 func lockScratch(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, ownerLock), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.CreateTemp(dir, ".owner-*")
 	if err != nil {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, ownerLock)); err != nil {
+		f.Close()
+		return nil, err
 	}
 	return f, nil
 }
