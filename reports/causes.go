@@ -227,8 +227,11 @@ func (a *analysis) frozenClients(ops []int, from, to time.Duration, explained ma
 			continue
 		}
 		s := fmt.Sprintf("%s was %s (%s, %s to %s)", b.Target, strings.SplitN(b.Detail, ";", 2)[0], b.Fault, secs(b.Start), secs(b.End))
-		for _, l := range a.leases {
-			if fmt.Sprintf("client %d", l.Client) == b.Target && l.ValidUntil > b.Start && l.ValidUntil < b.End && l.Start < b.Start {
+		// The lease told of is the finding's own: the client's earlier
+		// leases may have run out inside the same pause too.
+		for _, o := range ops {
+			l := a.leaseOf[o]
+			if l != nil && fmt.Sprintf("client %d", l.Client) == b.Target && l.ValidUntil > b.Start && l.ValidUntil < b.End && l.Start < b.Start {
 				s += fmt.Sprintf(": its lease's validity ran out at %s while it could not know", secs(l.ValidUntil))
 				break
 			}

@@ -67,3 +67,42 @@ func TestRefusedWriteAndPhantomGrantOnThePage(t *testing.T) {
 		}
 	}
 }
+
+// A frozen client's cause names the validity of the finding's own lease,
+// not of an earlier lease of the same client that also ran out inside the
+// pause (it once said 1.100 s where the event table said 1.600 s).
+func TestFrozenClientsCauseNamesTheFindingsLease(t *testing.T) {
+	var b builder
+	b.at(0.100, acq(history.Invoke, 0, 0, "a0"))
+	b.at(0.101, with(acq(history.OK, 0, 0, "a0"), func(e *history.Event) { e.ValidMs = 1000 }))
+	b.at(0.500, op(history.Invoke, history.Release, 0, 0, "a0"))
+	b.at(0.501, op(history.OK, history.Release, 0, 0, "a0"))
+	b.at(0.600, acq(history.Invoke, 0, 0, "a1"))
+	b.at(0.601, with(acq(history.OK, 0, 0, "a1"), func(e *history.Event) { e.ValidMs = 1000 }))
+	b.at(0.602, with(op(history.Invoke, history.Write, 0, 0, "a1"), func(e *history.Event) { e.Value = history.Int64(0) }))
+	b.at(0.650, fault("pause-client", history.Start, "client 0", "frozen at before-write for 2.35s"))
+	b.at(1.700, acq(history.Invoke, 1, 1, "b0"))
+	b.at(1.701, acq(history.OK, 1, 1, "b0"))
+	b.at(1.702, with(op(history.Invoke, history.Write, 1, 1, "b0"), func(e *history.Event) { e.Value = history.Int64(0) }))
+	b.at(1.703, with(op(history.OK, history.Write, 1, 1, "b0"), func(e *history.Event) { e.Value = history.Int64(1) }))
+	b.at(3.000, fault("pause-client", history.End, "client 0", "resumed"))
+	b.at(3.001, with(op(history.OK, history.Write, 0, 0, "a1"), func(e *history.Event) { e.Value = history.Int64(1) }))
+	res, err := Conclude(b.events, Meta{Seed: 1}, checker.Options{Slack: DefaultSlack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := false
+	for _, f := range res.Checker.Findings {
+		if f.Anomaly != checker.StaleWrite {
+			continue
+		}
+		causes := strings.Join(Causes(b.events, f), " | ")
+		if strings.Contains(causes, "1.100 s") || !strings.Contains(causes, "its lease's validity ran out at 1.600 s") {
+			t.Errorf("stale-write causes: %s", causes)
+		}
+		told = true
+	}
+	if !told {
+		t.Fatalf("no stale-write found: %v", res.Anomalies)
+	}
+}
