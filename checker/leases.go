@@ -56,8 +56,10 @@ type lease struct {
 	acq            *history.Op
 	start, certEnd int64
 	// certBy is the extend or release that set certEnd; nil when the
-	// acquire's own ttl did.
-	certBy *history.Op
+	// acquire's own ttl did, or the horizon of an audit of a history
+	// still being recorded (byHorizon).
+	certBy    *history.Op
+	byHorizon bool
 	// release is the first release of the lease after its grant, if any.
 	release *history.Op
 	// hi is when the lease had certainly expired on the server (slack
@@ -220,16 +222,24 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, for
 		}
 	}
 	// Slack absorbs a server's clock running apart from the harness's, so
-	// it comes off the ttl's bound only: a release's invoke and the audit's
-	// horizon are the harness's own instants.
+	// it comes off the ttl's bound, and not off a release the harness sent
+	// or the audit's horizon, which are the harness's own instants. A
+	// release a library made on its own is stamped when its report
+	// arrives, after the delete may have landed: it keeps the slack.
 	if l.certEnd != history.Forever {
 		l.certEnd -= c.slack
 	}
-	if l.release != nil && l.release.InvT < l.certEnd {
-		l.certEnd, l.certBy = l.release.InvT, l.release
+	if r := l.release; r != nil {
+		end := r.InvT
+		if r.Background {
+			end -= c.slack
+		}
+		if end < l.certEnd {
+			l.certEnd, l.certBy = end, r
+		}
 	}
 	if c.horizon > 0 && l.certEnd > c.horizon {
-		l.certEnd = c.horizon
+		l.certEnd, l.certBy, l.byHorizon = c.horizon, nil, true
 	}
 	l.hi = history.Plus(hi, c.slack)
 	l.mayEnd = l.hi
@@ -242,11 +252,12 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, for
 	return l
 }
 
-// extendedAfter reports whether an extend among uses was sent after the
-// release rel was: one that re-creates keys could outlive the release.
+// extendedAfter reports whether an extend among uses may have landed after
+// the release rel was sent (it had not answered by then): one that
+// re-creates keys could outlive the release.
 func extendedAfter(uses []*history.Op, rel *history.Op) bool {
 	for _, u := range uses {
-		if u.F == history.Extend && u.InvT > rel.InvT {
+		if u.F == history.Extend && (!u.Finished() || u.DoneT >= rel.InvT) {
 			return true
 		}
 	}
@@ -311,6 +322,8 @@ func (c *checker) certainUntil(l *lease) string {
 	}
 	s := "certainly held until " + history.Secs(l.certEnd)
 	switch {
+	case l.byHorizon:
+		return s + " (as far as the history recorded so far goes)"
 	case l.certBy == nil:
 		s += fmt.Sprintf(" (ttl %d ms from its invoke at %s", l.acq.TTLMs, history.Secs(l.acq.InvT))
 	case l.certBy.F == history.Extend:
@@ -318,7 +331,7 @@ func (c *checker) certainUntil(l *lease) string {
 	default:
 		s += fmt.Sprintf(" (release asked at %s", history.Secs(l.certBy.InvT))
 	}
-	if c.slack > 0 && (l.certBy == nil || l.certBy.F == history.Extend) {
+	if c.slack > 0 && (l.certBy == nil || l.certBy.F == history.Extend || l.certBy.Background) {
 		s += fmt.Sprintf(", less %.3f s slack", float64(c.slack)/1e9)
 	}
 	return s + ")"

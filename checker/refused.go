@@ -11,25 +11,32 @@ import (
 
 // auditRefusedWrites flags a write the resource refused although its
 // writer was the one legitimate holder (RefusedWrite): its lease was
-// certainly live from the write's invoke to its answer, and no other grant
-// of the key may have been live at any instant of that interval, so no
-// newer fence could rightly exist. A refusal because a newer holder may
-// exist stays a correct refusal, counted under fencing.rejected only.
-// accepted are the writes the resource accepted, in its order, for what it
-// held when it refused.
+// certainly live from the write's invoke to its answer, and no grant of the
+// key that could have made the resource refuse may have been live then
+// (newerMayBeLive). A refusal because a newer holder
+// may exist, even one the lock should never have granted (a double grant,
+// which the lease audit names), stays a correct refusal, counted under
+// fencing.rejected only. accepted are the writes the resource accepted, in
+// its order, for what it held when it refused.
 //
 // An acquire of unknown outcome is not counted as a grant that may have
 // been live: it could have landed only while the key was free, so either
 // before the writer's grant and expired by it, or after the writer's lease
-// ended, or as a double grant the lock made; and its worker, replaced, never
-// writes. A grant that succeeded counts while it may have been live: from
-// its invoke until its lease certainly ended on the server or its release
-// certainly landed (lease.mayEnd).
+// ended, or as a double grant the lock made; and its worker, replaced,
+// never writes. A grant that succeeded counts while it may have been live:
+// from its invoke until its lease certainly ended on the server or its
+// release certainly landed (lease.mayEnd). Where the resource compared
+// fences (Op.FenceChecked), only a grant whose fence is higher than the
+// writer's (or either unknown) could have made it refuse; where it did not
+// (cas compares versions, a writer that may still hold may have written
+// between), any grant could.
 func (c *checker) auditRefusedWrites(accepted []*history.Op) {
 	var live map[string]*liveIndex
 	for i := range c.ops {
 		w := &c.ops[i]
-		if w.F != history.Write || w.Type != history.Fail {
+		// Only the resource's refusal: a worker's own "not held" for a
+		// write is no fence's answer.
+		if w.F != history.Write || w.Type != history.Fail || w.Reason != history.ReasonRejected {
 			continue
 		}
 		g := c.grantOf(w)
@@ -48,7 +55,7 @@ func (c *checker) auditRefusedWrites(accepted []*history.Op) {
 			idx = newLiveIndex(c.leases[w.Key])
 			live[w.Key] = idx
 		}
-		if idx.otherLive(l, w.InvT, w.DoneT) {
+		if idx.newerMayBeLive(l, w) {
 			continue
 		}
 		if c.listed[RefusedWrite] >= maxFindings {
@@ -71,10 +78,9 @@ func (c *checker) reportRefused(w *history.Op, l *lease, idx *liveIndex, accepte
 		why = fmt.Sprintf(" (%q)", w.Error)
 	}
 	narrative := fmt.Sprintf("%s %s acquired %s, %s; %s it sent a write with fence %d, which %s refused at %s%s; "+
-		"no other grant of %s may have been live from %s to %s, so no newer fence could rightly exist",
+		"no other grant of %s that could have made it refuse may have been live (%s), so no newer fence could rightly exist",
 		history.Secs(g.DoneT), who(g), grantee(g), c.certainUntil(l),
-		history.Secs(w.InvT), w.Fence, refuser, history.Secs(w.DoneT), why,
-		w.Key, history.Secs(w.InvT), history.Secs(w.DoneT))
+		history.Secs(w.InvT), w.Fence, refuser, history.Secs(w.DoneT), why, w.Key, liveSpan(l, w))
 	ps := positions(g, w)
 	held, by := c.heldBefore(w, accepted)
 	narrative += "; " + held
@@ -85,6 +91,15 @@ func (c *checker) reportRefused(w *history.Op, l *lease, idx *liveIndex, accepte
 		ps = append(ps, positions(o.acq)...)
 	}
 	c.report(RefusedWrite, w.Key, ps, narrative)
+}
+
+// liveSpan says which grants could have made the resource refuse w, as
+// newerMayBeLive judges them.
+func liveSpan(l *lease, w *history.Op) string {
+	if w.FenceChecked {
+		return fmt.Sprintf("none with a higher fence from its grant at %s to the refusal at %s", history.Secs(l.start), history.Secs(w.DoneT))
+	}
+	return fmt.Sprintf("none from the write's invoke at %s to the refusal at %s", history.Secs(w.InvT), history.Secs(w.DoneT))
 }
 
 // heldBefore says what the resource held when the refused write w was
@@ -127,45 +142,58 @@ func (c *checker) heldBefore(w *history.Op, accepted []*history.Op) (string, *hi
 }
 
 // liveIndex finds, for one key, whether a grant may have been live at some
-// instant of an interval: its leases by acquire invoke, and for each
-// prefix the two that may have ended last.
+// instant of an interval: its leases by acquire invoke, the longest a
+// lease that ends at all may last from its invoke, and apart those that
+// may last indefinitely; a search then looks back from the interval's end
+// only as far as a lease could reach.
 type liveIndex struct {
-	ls []*lease
-	// top[i] are the two leases of ls[:i+1] with the latest mayEnd (-1:
-	// none); two, so that one can be the writer's own.
-	top [][2]int
+	ls      []*lease
+	reach   int64
+	forever []*lease
 	// byStart are the leases by grant, for around.
 	byStart []*lease
 }
 
 func newLiveIndex(byStart []*lease) *liveIndex {
-	ls := slices.Clone(byStart)
-	sort.SliceStable(ls, func(i, j int) bool { return ls[i].acq.InvT < ls[j].acq.InvT })
-	x := &liveIndex{ls: ls, top: make([][2]int, len(ls)), byStart: byStart}
-	best := [2]int{-1, -1}
-	for i, l := range ls {
-		switch {
-		case best[0] < 0 || l.mayEnd > ls[best[0]].mayEnd:
-			best = [2]int{i, best[0]}
-		case best[1] < 0 || l.mayEnd > ls[best[1]].mayEnd:
-			best[1] = i
+	x := &liveIndex{byStart: byStart}
+	for _, l := range byStart {
+		if l.mayEnd == history.Forever {
+			x.forever = append(x.forever, l)
+			continue
 		}
-		x.top[i] = best
+		x.ls = append(x.ls, l)
+		x.reach = max(x.reach, l.mayEnd-l.acq.InvT)
 	}
+	sort.SliceStable(x.ls, func(i, j int) bool { return x.ls[i].acq.InvT < x.ls[j].acq.InvT })
 	return x
 }
 
-// otherLive reports whether a grant other than mine may have been live at
-// some instant of [from, to]: invoked before to, not certainly over by
-// from.
-func (x *liveIndex) otherLive(mine *lease, from, to int64) bool {
-	n := sort.Search(len(x.ls), func(i int) bool { return x.ls[i].acq.InvT >= to })
-	if n == 0 {
-		return false
+// newerMayBeLive reports whether a grant other than mine that could have
+// made the resource refuse w may have been live: where the resource
+// compared fences, one with a fence higher than w's (or either unknown)
+// at some instant from mine's grant to w's answer, for it may have written
+// then; elsewhere any grant, during the write itself, for it may have
+// written in between. Live means invoked before the interval's end and
+// not certainly over by its start.
+func (x *liveIndex) newerMayBeLive(mine *lease, w *history.Op) bool {
+	from, to := w.InvT, w.DoneT
+	if w.FenceChecked {
+		from = mine.start
 	}
-	for _, j := range x.top[n-1] {
-		if j >= 0 && x.ls[j] != mine {
-			return x.ls[j].mayEnd > from
+	newer := func(o *lease) bool {
+		higher := !w.FenceChecked || o.acq.Fence == 0 || w.Fence == 0 || o.acq.Fence > w.Fence
+		return o != mine && o.acq.InvT < to && o.mayEnd > from && higher
+	}
+	for _, o := range x.forever {
+		if newer(o) {
+			return true
+		}
+	}
+	n := sort.Search(len(x.ls), func(i int) bool { return x.ls[i].acq.InvT >= to })
+	// One invoked more than reach before from was over by from.
+	for i := n - 1; i >= 0 && x.ls[i].acq.InvT >= from-x.reach; i-- {
+		if newer(x.ls[i]) {
+			return true
 		}
 	}
 	return false

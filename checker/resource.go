@@ -67,11 +67,23 @@ func (c *checker) auditCounterWrites(accepted []*history.Op) []*history.Op {
 // 33 until it has seen 34. Such a write is not an anomaly, however late;
 // a later holder's write that came first makes it a stale write, and a
 // read it invalidated a lost update.
+//
+// The resource's claim is held to its own record: on a key where it ever
+// accepted a lower fence after a higher one, it did not keep them in
+// order, and no write of that key is excused.
 func (c *checker) auditExpiredWrites(accepted []*history.Op) {
 	highest := map[string]int64{}
+	unordered := map[string]bool{}
+	for _, w := range accepted {
+		if w.Fence > 0 && w.Fence < highest[w.Key] {
+			unordered[w.Key] = true
+		}
+		highest[w.Key] = max(highest[w.Key], w.Fence)
+	}
+	clear(highest)
 	excused := 0
 	for _, w := range accepted {
-		inOrder := w.FenceChecked && w.Fence > 0 && w.Fence >= highest[w.Key]
+		inOrder := w.FenceChecked && !unordered[w.Key] && w.Fence > 0 && w.Fence >= highest[w.Key]
 		highest[w.Key] = max(highest[w.Key], w.Fence)
 		g := c.grantOf(w)
 		if g == nil {

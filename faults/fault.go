@@ -415,11 +415,17 @@ type Env struct {
 	down []history.Outage
 }
 
-// Down notes that node served nobody from from until until (the
-// recorder's times: after its kill was confirmed, before its restart
-// began); the fault's end records it.
-func (e *Env) Down(node string, from, until time.Duration) {
-	e.down = append(e.down, history.Outage{Node: node, From: int64(from), Until: int64(until), Of: len(e.Cluster.NodeNames())})
+// DownIf notes, just before the fault restarts n, that n served nobody
+// from from (after its kill was confirmed) until now; the fault's end
+// records it. Only what this fault certainly caused is noted: n was up
+// when it struck (wasUp), and is still down now, so that another fault's
+// kill or restart of the same node meanwhile claims nothing.
+func (e *Env) DownIf(wasUp bool, n cluster.Node, from time.Duration) {
+	until := e.Rec.Now()
+	if !wasUp || n.Running() {
+		return
+	}
+	e.down = append(e.down, history.Outage{Node: n.Name(), From: int64(from), Until: int64(until), Of: len(e.Cluster.NodeNames())})
 }
 
 // Clients is what client faults need from the workload.

@@ -92,13 +92,14 @@ var killNode = Fault{
 		// The window opens before the kill: the server dies at once, while
 		// a container engine may take tens of milliseconds to confirm it.
 		end := env.Begin("kill-node", n.Name(), detail+"; restart in "+delay.String())
+		wasUp := n.Running()
 		if err := n.Kill(); err != nil {
 			end("kill failed")
 			return err
 		}
 		down := env.Rec.Now()
 		time.Sleep(delay)
-		env.Down(n.Name(), down, env.Rec.Now())
+		env.DownIf(wasUp, n, down)
 		// Restart even when the run is ending: the final heal needs the node.
 		err = n.Restart(context.Background())
 		end(restarted(env, n, err))

@@ -13,10 +13,10 @@ import (
 // a third into its hold, while its link to the protected resource stays
 // up: the lock is lost while the work goes on, as when a watchdog cannot
 // renew or a client keeps working after its library said the lock is gone.
-// The links refuse connections rather than drop packets, so the holder's
-// renewals and release fail at once and certainly (they were never sent):
-// its lease ends at its ttl, which the checker can then hold each later
-// write against.
+// The links refuse connections rather than drop packets, so a renewal or
+// release sent after the cut fails at once and certainly (it was never
+// sent) and the lease's end stays known, which the checker then holds each
+// later write against; one in flight at the cut stays of unknown outcome.
 var partitionHolder = Fault{
 	Name:    "partition-holder",
 	Waits:   true,

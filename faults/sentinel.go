@@ -263,6 +263,7 @@ func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Value
 		return err
 	}
 	hold := failoverHold(opts, rng)
+	wasUp := p.Running()
 	if err := inject(p); err != nil {
 		return err
 	}
@@ -270,7 +271,7 @@ func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Value
 	end := env.Begin(fault, primaryTarget(env, p), holdWord+" "+hold.String())
 	sleep(ctx, hold)
 	if kills {
-		env.Down(p.Name(), down, env.Rec.Now())
+		env.DownIf(wasUp, p, down)
 	}
 	err = undo(p)
 	end(healed(env, p, err))

@@ -119,6 +119,11 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	// Final marks the closing liveness check's operations.
 	Final bool `json:"final,omitempty"`
+	// Background marks an operation a worker's library performed on its
+	// own (a watchdog's renewal, an unasked release) and reported: the
+	// harness stamps it when the report arrives, so its instants may be
+	// late by the report's way through the worker's pipe.
+	Background bool `json:"background,omitempty"`
 	// FenceChecked marks a write's completion when the resource compared
 	// the write's fence with the fences it had accepted before it decided
 	// (a fenced counter, PostgreSQL with --fencing where or app-check, a

@@ -108,6 +108,8 @@ func (p *lineParser) field(key []byte, e *Event) bool {
 		e.Reason, ok = p.str()
 	case "final":
 		e.Final, ok = p.bool()
+	case "background":
+		e.Background, ok = p.bool()
 	case "fence_checked":
 		e.FenceChecked, ok = p.bool()
 	case "unseen_renewals":

@@ -21,6 +21,8 @@ type Op struct {
 	Final   bool
 	// FenceChecked: see Event.FenceChecked (a write's completion says).
 	FenceChecked bool
+	// Background: see Event.Background (the invoke says).
+	Background bool
 	// UnseenRenewals: see Event.UnseenRenewals.
 	UnseenRenewals bool
 	// Type is the outcome: ok, fail or info. An invoke that never
@@ -266,7 +268,7 @@ func (b *OpsBuilder) Add(e *Event) {
 			b.p.set(e.Process, pending{busy: true, op: len(b.ops), f: e.F, index: e.Index})
 		}
 		b.ops = append(b.ops, Op{F: e.F, Process: e.Process, Client: e.Client, Key: e.Key, Token: e.Token,
-			Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs, Final: e.Final, UnseenRenewals: e.UnseenRenewals,
+			Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs, Final: e.Final, UnseenRenewals: e.UnseenRenewals, Background: e.Background,
 			Type: Info, Read: e.Value, Inv: pos, Done: -1, InvT: e.Time})
 		b.number(&b.ops[len(b.ops)-1])
 	case OK, Fail, Info:

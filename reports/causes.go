@@ -253,7 +253,7 @@ func (a *analysis) wrongRefusal(f checker.Finding, ops []int) []string {
 		return nil
 	}
 	o := a.ops[w]
-	return []string{fmt.Sprintf("the resource's check refused client %d's write with fence %d at %s while no other grant of %s may have been live: it refuses the lock's current holder, whose work is lost, not only stale ones",
+	return []string{fmt.Sprintf("the resource's check refused client %d's write with fence %d at %s while no other grant of %s that could have made it refuse may have been live: it refuses the lock's current holder, whose work is lost, not only stale ones",
 		o.Client, o.Fence, secs(o.DoneAt()), o.Key)}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -308,18 +309,35 @@ func sweepScratch() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), scratchPattern))
 	for _, d := range dirs {
 		f, err := os.Open(filepath.Join(d, ownerLock))
-		if err != nil {
-			if fi, err := os.Stat(d); err != nil || time.Since(fi.ModTime()) < time.Minute {
+		if errors.Is(err, fs.ErrNotExist) {
+			// Not yet locked, or left by a harness before the lock: a
+			// server of its own that still runs keeps it.
+			if fi, err := os.Stat(d); err != nil || time.Since(fi.ModTime()) < time.Minute || serverRuns(d) {
 				continue
 			}
 			os.RemoveAll(d)
 			continue
+		}
+		if err != nil {
+			continue // unreadable: not ours to judge
 		}
 		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 			os.RemoveAll(d) // its owner is gone; we hold the lock while removing
 		}
 		f.Close()
 	}
+}
+
+// serverRuns reports whether the server of data directory dir/data still
+// runs, by its postmaster.pid (a standalone backend writes its pid negated).
+func serverRuns(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+	if err != nil {
+		return false
+	}
+	pid, _ := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
+	pid = max(pid, -pid)
+	return pid > 0 && syscall.Kill(pid, 0) == nil
 }
 
 const scratchPattern = "lockharness-postgres-*"

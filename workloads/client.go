@@ -282,7 +282,7 @@ func (c *Client) read(w *workerProc, stdout io.Reader, ready chan readyLine) {
 // invoke and its ok.
 func (c *Client) recordEvent(w *workerProc, m Message) {
 	e := history.Event{Type: m.Type, Client: c.Slot, F: m.F, Key: m.Key, Token: m.Token,
-		TTLMs: m.TTLMs, ValidMs: m.ValidMs, Error: m.Error, Reason: m.Reason, Final: c.final}
+		TTLMs: m.TTLMs, ValidMs: m.ValidMs, Error: m.Error, Reason: m.Reason, Final: c.final, Background: true}
 	if m.F != history.Extend && m.F != history.Release && m.F != history.Lost {
 		fmt.Fprintf(c.env.stderr, "client %d: background event of kind %q ignored (extend, release or lost only)\n", c.Slot, m.F)
 		return

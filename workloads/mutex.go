@@ -327,7 +327,11 @@ func (m *Mutex) write(c *Client, key, token string, fence, job int64) (written b
 		m.cfg.Rec.Record(done)
 		return false, c.replace()
 	}
-	m.res.Write(history.Event{Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token}, w.Value, w.Fence)
+	done := m.res.Write(history.Event{Process: c.Process(), Client: c.Slot, F: history.Write, Key: key, Token: token}, w.Value, w.Fence)
+	if done.Type == history.Fail {
+		// Fenced out, as from a database: the holder lets the lock go.
+		return false, m.release(c, key, token)
+	}
 	return true, nil
 }
 

@@ -76,6 +76,7 @@ var Kinds = []Kind{
 	{"extend-after-expiry", checker.ForeignRelease, plantExtendAfterExpiry},
 	{"lost-increment", checker.LostUpdate, plantLostIncrement},
 	{"grant-while-down", checker.PhantomGrant, plantGrantWhileDown},
+	{"stale-refused", "", plantStaleRefusal},
 	{"widen-acquire", "", widen(history.Acquire)},
 	{"widen-release", "", widen(history.Release)},
 	{"widen-write", "", widen(history.Write)},
@@ -175,7 +176,10 @@ func (r Report) Line() string {
 }
 
 // hist is a run being mutated: its events, operations and tables, read
-// only; each plant copies what it changes.
+// only; each plant copies what it changes. Its bounds on leases (certEnd,
+// expired, mayEnd) are derived here from the history's semantics, not
+// taken from the checker, so that a wrong rule there shows as a miss or
+// a false alarm here.
 type hist struct {
 	run    Run
 	ops    []history.Op

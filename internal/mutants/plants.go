@@ -407,3 +407,28 @@ func (e *edit) widen(o *history.Op) {
 		e.events[o.Done].Time = ev[o.Done].Time + (ev[o.Done+1].Time-ev[o.Done].Time)/2
 	}
 }
+
+// plantStaleRefusal adds a write of A's token, sent after A's lease
+// certainly expired, that the resource refuses: a fence doing its job,
+// which must not count against the run.
+func plantStaleRefusal(h *hist) []planted {
+	var cands []*history.Op
+	for _, key := range h.keys() {
+		for _, a := range h.grants[key] {
+			if h.simple(a) && a.Fence > 0 {
+				cands = append(cands, a)
+			}
+		}
+	}
+	var out []planted
+	for _, a := range spread(cands) {
+		at := expired(a) + 5*ms
+		e := h.edit()
+		e.op(a.Client, history.Write, a.Key, a.Token, at, at+ms/2, history.Fail, func(in, done *history.Event) {
+			in.Fence, done.Fence = a.Fence, a.Fence
+			done.Reason, done.Error, done.FenceChecked = history.ReasonRejected, "a planted refusal of an expired lease", true
+		})
+		out = append(out, e.done(fmt.Sprintf("a write of %s sent at %s, after its lease expired by %s, refused", a.Token, secs(at), secs(expired(a)))))
+	}
+	return out
+}
