@@ -42,27 +42,36 @@ const (
 // AnomalyNames lists every anomaly in report order.
 var AnomalyNames = []string{DoubleGrant, StaleWrite, LostUpdate, ForeignRelease, StuckLock, ExpiredWrite, RefusedWrite, PhantomGrant}
 
-// Verdict is Jepsen's three-valued result: valid, invalid or unknown.
+// Verdict is Jepsen's three-valued result (valid, invalid or unknown), and
+// a fourth value for a run that has none because the harness failed.
 type Verdict int
 
 const (
 	Unknown Verdict = iota
 	Valid
 	Invalid
+	// Failed is no verdict: the harness itself failed (a server that would
+	// not start, a worker that could not go on), so what the run recorded
+	// is no evidence either way. The checker never concludes it; a run's
+	// results say it, and CI reads it apart from a lock's unknown.
+	Failed
 )
 
-// MarshalJSON writes true, false or "unknown", as results.json specifies.
+// MarshalJSON writes true, false, "unknown" or "error", as results.json
+// specifies.
 func (v Verdict) MarshalJSON() ([]byte, error) {
 	switch v {
 	case Valid:
 		return []byte("true"), nil
 	case Invalid:
 		return []byte("false"), nil
+	case Failed:
+		return []byte(`"error"`), nil
 	}
 	return []byte(`"unknown"`), nil
 }
 
-// UnmarshalJSON reads true, false or "unknown".
+// UnmarshalJSON reads true, false, "unknown" or "error".
 func (v *Verdict) UnmarshalJSON(b []byte) error {
 	switch string(b) {
 	case "true":
@@ -71,8 +80,10 @@ func (v *Verdict) UnmarshalJSON(b []byte) error {
 		*v = Invalid
 	case `"unknown"`:
 		*v = Unknown
+	case `"error"`:
+		*v = Failed
 	default:
-		return fmt.Errorf("verdict must be true, false or \"unknown\", got %s", b)
+		return fmt.Errorf("verdict must be true, false, \"unknown\" or \"error\", got %s", b)
 	}
 	return nil
 }
@@ -83,18 +94,22 @@ func (v Verdict) String() string {
 		return "valid"
 	case Invalid:
 		return "invalid"
+	case Failed:
+		return "error"
 	}
 	return "unknown"
 }
 
 // ExitCode is the Jepsen exit code for the verdict: 0 valid, 1 invalid,
-// 2 unknown.
+// 2 unknown; and 255, the harness's own, when it failed.
 func (v Verdict) ExitCode() int {
 	switch v {
 	case Valid:
 		return 0
 	case Invalid:
 		return 1
+	case Failed:
+		return 255
 	}
 	return 2
 }

@@ -1,7 +1,7 @@
 package harness
 
 import (
-	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,22 +26,30 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	return recheck("report", args, stdout, stderr, true)
 }
 
-// recheck checks a recorded history again, from the files alone, and writes
-// results.json (and, for report, the plots and pages) beside it. check exits
-// with the verdict; report exits 0 once everything is written.
+// recheck checks a recorded history again, from the files alone. check
+// writes results.json (and linear.html) where --out says, by default into
+// PATH's directory only when that is a run directory; report rewrites a run
+// directory's results.json, plots and pages. Both exit with the verdict.
 func recheck(name string, args []string, stdout, stderr io.Writer, render bool) int {
-	c := newCommand(name, "PATH [flags]", "PATH is a run directory or a history.jsonl (see docs/history.md). Checks the\n"+
-		"history with porcupine's lease-lock model and the audits, writes results.json\n"+
-		"(and linear.html when the check fails) beside it and exits 0 valid, 1 invalid,\n"+
-		"2 unknown (an empty history is no evidence), 255 when the input is malformed.")
+	c := newCommand(name, "PATH [flags]", "PATH is a run directory, or a history file (history.jsonl, gzipped or not; see\n"+
+		"docs/history.md). Checks the history with porcupine's lease-lock model and the\n"+
+		"audits and exits 0 valid, 1 invalid, 2 unknown (an empty history is no evidence),\n"+
+		"255 when the input is malformed. It writes results.json (and linear.html when the\n"+
+		"check fails) into --out, by default into PATH's run directory, and nowhere when PATH\n"+
+		"is a history outside one.")
 	if render {
-		c = newCommand(name, "DIR [flags]", "Re-checks DIR/history.jsonl and regenerates results.json, linear.html, the plots\n"+
-			"and index.html in DIR. Exits 0 once everything is written.")
+		c = newCommand(name, "DIR [flags]", "Re-checks DIR's history (history.jsonl or history.jsonl.gz) and regenerates\n"+
+			"results.json, linear.html, the plots and index.html in DIR. Exits as check does,\n"+
+			"with the verdict (0 valid, 1 invalid, 2 unknown, 255 the harness failed), once\n"+
+			"everything is written.")
 	}
 	timeout := c.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
 	single := new(bool)
+	out := new(string)
 	if render {
 		single = c.Bool("single-file", false, "also write DIR/"+reports.SingleFile+": the page with its plots inside it, one file to paste into a review")
+	} else {
+		out = c.String("out", "", "write results.json and linear.html into `DIR` (made if missing); default: PATH's directory when it is a run directory")
 	}
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human summary goes to stderr)")
 	pos, code, ok := c.parse(args, stdout, stderr)
@@ -60,7 +68,10 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 		return exitHarness
 	}
-	hist, err := os.Open(histPath)
+	if render && !isRunDir(dir) {
+		return c.fail(stderr, "%s is not a run directory (no results.json or harness.log): report rewrites a run's pages; `harness check PATH --out DIR` checks a history from elsewhere", dir)
+	}
+	hist, err := history.Open(histPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 		return exitHarness
@@ -89,35 +100,63 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	// The history is checked as it is read: a soak's millions of events
 	// are never all in memory.
 	var size int64
-	if st, err := hist.Stat(); err == nil {
+	if st, err := os.Stat(histPath); err == nil {
 		size = st.Size()
 	}
 	if !render {
 		// The plots read the whole history again, and hold it.
 		limitMemory(size)
 	}
-	res, err := reports.ConcludeStream(bufio.NewReaderSize(hist, 1<<20), meta, checker.Options{Slack: slack, Timeout: *timeout, Tables: tables,
+	res, err := reports.ConcludeStream(hist, meta, checker.Options{Slack: slack, Timeout: *timeout, Tables: tables,
 		Database: spec.Resource == resource.Postgres, SizeHint: size})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness %s: %s: %v\n", name, histPath, err)
 		return exitHarness
 	}
-	if err := reports.WriteRunFrom(dir, histPath, res, render, *single); err != nil {
-		fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
-		return exitHarness
+	into := dir
+	switch {
+	case *out != "":
+		into = *out
+		if err := os.MkdirAll(into, 0o755); err != nil {
+			fmt.Fprintf(stderr, "harness %s: --out: %v\n", name, err)
+			return exitHarness
+		}
+	case !render && !isRunDir(dir):
+		into = ""
 	}
-	reports.Summary(human, "lockharness "+name+" "+histPath, specLine(res), res, dir)
-	if *asJSON {
-		printJSON(stdout, runSummary(dir, res))
+	if into != "" {
+		if err := reports.WriteRunFrom(into, histPath, res, render, *single); err != nil {
+			fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
+			return exitHarness
+		}
 	}
-	if render {
+	reports.Summary(human, "lockharness "+name+" "+histPath, specLine(res), res, cmp.Or(into, dir))
+	switch {
+	case render:
 		fmt.Fprintf(human, "  report      %s\n", filepath.Join(dir, "index.html"))
 		if *single {
 			fmt.Fprintf(human, "  one file    %s\n", filepath.Join(dir, reports.SingleFile))
 		}
-		return 0
+	case into == "":
+		fmt.Fprintf(human, "  written     nothing: %s is not a run directory (--out DIR writes results.json there)\n", dir)
+	default:
+		fmt.Fprintf(human, "  written     %s\n", filepath.Join(into, "results.json"))
+	}
+	if *asJSON {
+		printJSON(stdout, runSummary(cmp.Or(into, dir), res))
 	}
 	return res.Valid.ExitCode()
+}
+
+// isRunDir reports whether dir is a run's directory, which the harness may
+// write results into: a run leaves harness.log and results.json there.
+func isRunDir(dir string) bool {
+	for _, f := range []string{"results.json", "harness.log"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // limitMemory sets Go's soft memory limit for checking a history of size
@@ -144,7 +183,7 @@ func locateHistory(path string) (dir, hist string, err error) {
 		return "", "", err
 	}
 	if st.IsDir() {
-		return path, filepath.Join(path, "history.jsonl"), nil
+		return path, history.InDir(path), nil
 	}
 	return filepath.Dir(path), path, nil
 }

@@ -30,7 +30,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	c.IntVar(&base.Clients, "clients", base.Clients, "number of concurrent lock clients")
 	c.Var(&base.Hold, "hold", "how long a client holds the lock after its write")
 	c.StringVar(&base.Backend, "backend", base.Backend, "where nodes run: local, docker")
-	store := c.String("store", "store", "directory that keeps run directories; the comparison goes to STORE/suites/TIMESTAMP/")
+	store := c.String("store", scenario.DefaultStore, "directory that keeps run directories; the comparison goes to STORE/suites/TIMESTAMP/")
 	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check")
 	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many runs go at once, each on a topology of its own")
 	reuse := c.Bool("reuse", true, "reset a finished run's topology for a later run that starts the same one")

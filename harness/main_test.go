@@ -123,6 +123,14 @@ func TestCheckTakesFlagsAfterThePath(t *testing.T) {
 	if !strings.Contains(stderr.String(), "verdict     VALID") {
 		t.Errorf("the human summary did not go to stderr: %q", stderr.String())
 	}
+	// dir holds a history and nothing a run leaves: check writes nothing
+	// there unasked, and says so.
+	if _, err := os.Stat(filepath.Join(dir, "results.json")); err == nil {
+		t.Errorf("check wrote results.json into %s, which is no run directory", dir)
+	}
+	if !strings.Contains(stderr.String(), "written     nothing: "+dir+" is not a run directory") {
+		t.Errorf("check did not say it wrote nothing: %q", stderr.String())
+	}
 }
 
 func TestCheckRefusesMalformedAndCallsEmptyUnknown(t *testing.T) {

@@ -21,11 +21,13 @@ import (
 func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	c := newCommand("repro", "NAME|FILE [flags]", "Runs the catalog scenario NAME, or the scenario file FILE (*.toml, see\n"+
 		"docs/scenarios.md), for --seeds seeds and exits 0 exactly when every seed met its\n"+
-		"expectation (unsafe ones caught, safe ones passed), 1 when one did not.\n"+
+		"expectation (unsafe ones caught, safe ones passed), 1 when one did not, 255 when\n"+
+		"the harness failed a seed (after running the others) or was interrupted. --json\n"+
+		"prints the suite document of docs/design.md (schema 2).\n"+
 		"Scenarios: "+strings.Join(catalogNames(), ", "))
 	seeds := c.Int("seeds", 1, "how many seeds to run")
 	first := c.Int64("first-seed", 1, "the first seed; the others follow it")
-	store := c.String("store", "store", "directory that keeps run directories")
+	store := c.String("store", scenario.DefaultStore, "directory that keeps run directories")
 	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
 	verbose := c.Bool("v", false, "print each run's progress lines")
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human lines go to stderr)")
@@ -126,15 +128,17 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	suite.Rows = []reports.SuiteRow{row}
+	suite.Complete = !interrupted
 	suite.Tally()
 	if interrupted {
 		fmt.Fprintf(out, "  interrupted; %d of %d seeds met the expectation so far\n", suite.Met, len(runs))
 	}
 	suite.WallSec = time.Since(start).Seconds()
-	suite.Complete = !interrupted
-	suite.Passed = !interrupted && suite.Met == *seeds
 	if !interrupted {
 		fmt.Fprintf(out, "%d of %d seeds met %q; median %.1fs per seed, %.1fs in all (%d at once)\n", suite.Met, *seeds, entry.Expect.String(), median(ran).Seconds(), time.Since(start).Seconds(), lanes)
+		if suite.Errors > 0 {
+			fmt.Fprintf(out, "  %d of %d seeds failed as harness errors, which say nothing of the lock (exit 255): see each one's harness.log\n", suite.Errors, *seeds)
+		}
 		fmt.Fprintf(out, "  rates: %s\n", rates(runs))
 		if entry.Compare != "" {
 			if other := storedRuns(*store, entry.Compare); len(other) > 0 {
@@ -152,7 +156,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	switch {
-	case interrupted:
+	case interrupted, suite.Errors > 0:
 		return exitHarness
 	case suite.Met != *seeds:
 		return 1

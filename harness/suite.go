@@ -31,9 +31,11 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 			"not run on are skipped).\n\n"+
 			"`harness suite merge DIR...` joins the results of a suite run in parts (--shard 1/n ... n/n,\n"+
 			"on as many machines) into one suite page, results.json and JUnit file.\n\n"+
-			"Exits 0 exactly when every catalog run met its expectation, 1 when one did not.\n"+
+			"Exits 0 exactly when every catalog run met its expectation, 1 when one did not, 255 when\n"+
+			"the harness failed a run (after finishing the others) or was interrupted. --json prints\n"+
+			"the suite document of docs/design.md (schema 2).\n"+
 			"Ctrl-C stops after the current run is stopped and keeps a partial report.")
-	store := c.String("store", "store", "directory that keeps run directories; the suite report goes to STORE/suites/TIMESTAMP/")
+	store := c.String("store", scenario.DefaultStore, "directory that keeps run directories; the suite report goes to STORE/suites/TIMESTAMP/")
 	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check")
 	asJSON := c.Bool("json", false, "print the suite's results.json on stdout (the progress lines go to stderr)")
 	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per scenario and seed, the anomaly narrative as its text")
@@ -125,8 +127,8 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		return exitHarness
 	}
 	status, code := suiteOutcome(suite)
-	fmt.Fprintf(human, "suite %s %s: %d met, %d missed, %d explored, %.0f s\n  report %s\n", name, status,
-		suite.Met, suite.Missed, suite.Explored, suite.WallSec, filepath.Join(dir, "index.html"))
+	fmt.Fprintf(human, "suite %s %s: %d met, %d missed, %d explored, %d harness errors, %.0f s\n  report %s\n", name, status,
+		suite.Met, suite.Missed, suite.Explored, suite.Errors, suite.WallSec, filepath.Join(dir, "index.html"))
 	if failed := writeOutcome(suite, *junit, *asJSON, stdout, stderr, "suite"); failed != 0 {
 		return failed
 	}
@@ -134,11 +136,15 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 }
 
 // suiteOutcome is a finished suite's status word and exit code: 0 passed,
-// 1 when a run missed its expectation, exitHarness when it is incomplete.
+// 1 when a run missed its expectation, exitHarness when it is incomplete or
+// the harness failed a run (whatever the others found: a run that could not
+// be made says nothing of the lock, and CI must not read it as a bug).
 func suiteOutcome(s reports.Suite) (string, int) {
 	switch {
 	case !s.Complete:
 		return "INCOMPLETE", exitHarness
+	case s.Errors > 0:
+		return "FAILED (harness errors)", exitHarness
 	case !s.Passed:
 		return "FAILED", 1
 	}
@@ -151,8 +157,8 @@ func cmdSuiteMerge(args []string, stdout, stderr io.Writer) int {
 	c := newCommand("suite merge", "DIR... [flags]", "Joins the suite directories that `harness suite NAME --shard i/n` left, one for each i\n"+
 		"of one n, into STORE/suites/TIMESTAMP/: results.json, index.html, scorecard.md and junit.xml,\n"+
 		"rows in the whole suite's order. Exits 0 when the merged suite passed, 1 when a run missed\n"+
-		"its expectation, 255 when a part was incomplete.")
-	store := c.String("store", "store", "directory whose suites/ gets the merged suite")
+		"its expectation, 255 when a part was incomplete or the harness failed a run.")
+	store := c.String("store", scenario.DefaultStore, "directory whose suites/ gets the merged suite")
 	junit := c.String("junit", "", "also write the JUnit XML to `FILE`")
 	asJSON := c.Bool("json", false, "print the merged results.json on stdout")
 	pos, code, ok := c.parse(args, stdout, stderr)
@@ -186,8 +192,8 @@ func cmdSuiteMerge(args []string, stdout, stderr io.Writer) int {
 		human = stderr
 	}
 	status, code := suiteOutcome(suite)
-	fmt.Fprintf(human, "suite %s merged from %d shards %s: %d met, %d missed, %d explored, %.0f s (the longest shard)\n  report %s\n",
-		suite.Name, len(pos), status, suite.Met, suite.Missed, suite.Explored, suite.WallSec, filepath.Join(dir, "index.html"))
+	fmt.Fprintf(human, "suite %s merged from %d shards %s: %d met, %d missed, %d explored, %d harness errors, %.0f s (the longest shard)\n  report %s\n",
+		suite.Name, len(pos), status, suite.Met, suite.Missed, suite.Explored, suite.Errors, suite.WallSec, filepath.Join(dir, "index.html"))
 	if failed := writeOutcome(suite, *junit, *asJSON, stdout, stderr, "suite merge"); failed != 0 {
 		return failed
 	}

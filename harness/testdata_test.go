@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lockharness/lockharness/history"
@@ -34,7 +36,24 @@ func TestDataReplays(t *testing.T) {
 			if err := json.Unmarshal(b, &want); err != nil {
 				t.Fatal(err)
 			}
+			// check reads the gzipped history where it lies and writes
+			// only where --out says: testdata/runs is no run directory.
 			dir := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"check", src, "--json", "--out", dir}, &stdout, &stderr)
+			if code != want.Valid.ExitCode() {
+				t.Errorf("check exit %d, want %d: %s", code, want.Valid.ExitCode(), stderr.String())
+			}
+			if _, err := os.Stat(filepath.Join(src, "results.json")); err == nil {
+				t.Fatalf("check wrote results.json into %s, which is not a run directory", src)
+			}
+			res, err := reports.ReadResults(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := reports.ExpectationOf(want.Scenario, want.Expect, res); !reflect.DeepEqual(got, want) {
+				t.Errorf("the checker now says\n %+v\nthe recording said\n %+v", got, want)
+			}
 			if err := gunzip(filepath.Join(src, "history.jsonl.gz"), filepath.Join(dir, "history.jsonl")); err != nil {
 				t.Fatal(err)
 			}
@@ -45,21 +64,12 @@ func TestDataReplays(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var stdout, stderr bytes.Buffer
-			code := run([]string{"check", dir, "--json"}, &stdout, &stderr)
-			if code != want.Valid.ExitCode() {
-				t.Errorf("check exit %d, want %d: %s", code, want.Valid.ExitCode(), stderr.String())
-			}
-			res, err := reports.ReadResults(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := reports.ExpectationOf(want.Scenario, want.Expect, res); !reflect.DeepEqual(got, want) {
-				t.Errorf("the checker now says\n %+v\nthe recording said\n %+v", got, want)
-			}
 			stdout.Reset()
-			if code := run([]string{"report", dir}, &stdout, &stderr); code != 0 {
-				t.Fatalf("report exit %d: %s", code, stderr.String())
+			if code := run([]string{"report", dir}, &stdout, &stderr); code != want.Valid.ExitCode() {
+				t.Fatalf("report exit %d, want the verdict's %d: %s", code, want.Valid.ExitCode(), stderr.String())
+			}
+			if !strings.Contains(stdout.String(), fmt.Sprintf("(exit %d)", code)) {
+				t.Errorf("report exits %d and prints another: %s", code, stdout.String())
 			}
 			for _, f := range []string{"index.html", "timeline.png", "latency.png", "rate.png", "results.json"} {
 				if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {

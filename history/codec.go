@@ -3,18 +3,62 @@ package history
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
 )
 
-// ReadFile reads a history.jsonl file.
-func ReadFile(path string) ([]Event, error) {
+// File is a run directory's history, by name; a history compressed to keep
+// (gzip, history.jsonl.gz) is read as well.
+const File = "history.jsonl"
+
+// InDir is the history of a run directory: history.jsonl, or its gzipped
+// history.jsonl.gz when only that is there.
+func InDir(dir string) string {
+	plain := filepath.Join(dir, File)
+	if _, err := os.Stat(plain); err != nil {
+		if _, gzErr := os.Stat(plain + ".gz"); gzErr == nil {
+			return plain + ".gz"
+		}
+	}
+	return plain
+}
+
+// Open opens a history file for reading, gunzipping it when it starts with
+// gzip's magic bytes, whatever its name.
+func Open(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(f, 1<<20)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return readCloser{zr, func() error { zr.Close(); return f.Close() }}, nil
+	}
+	return readCloser{br, f.Close}, nil
+}
+
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
+
+// ReadFile reads a history file (Open).
+func ReadFile(path string) ([]Event, error) {
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func RenderPages(dir string, single bool) error {
 	if err != nil {
 		return fmt.Errorf("render %s: %w", dir, err)
 	}
-	events, histErr := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	events, histErr := history.ReadFile(history.InDir(dir))
 	if errors.Is(histErr, fs.ErrNotExist) || errors.Is(histErr, fs.ErrPermission) {
 		return fmt.Errorf("render %s: %w", dir, histErr)
 	}
@@ -208,7 +208,7 @@ func newIndexPage(dir string, res Results, a *analysis, tables *history.Tables) 
 	p := indexPage{
 		Name: filepath.Base(filepath.Dir(dir)), Stamp: filepath.Base(dir),
 		Verdict: res.Valid.String(), Exit: res.Valid.ExitCode(),
-		Command: res.Command, Notes: res.Checker.Notes, Error: res.Error, Interrupted: res.Interrupted,
+		Command: res.Command, Notes: res.Checker.Notes, Error: res.Error.String(), Interrupted: res.Interrupted,
 	}
 	for _, b := range a.bands {
 		// The fault table lists what was injected; what was only seen
@@ -272,8 +272,8 @@ func headline(res Results) string {
 		}
 	}
 	switch {
-	case res.Error != "":
-		return "the harness failed: " + res.Error
+	case res.Error != nil:
+		return "the harness failed (" + res.Error.Stage + "), so this is no verdict: " + res.Error.Message
 	case len(found) == 1 && res.Anomalies[checker.StuckLock] > 0:
 		return "the lock stayed stuck after healing: " + found[0]
 	case len(found) > 0:

@@ -13,8 +13,9 @@ import (
 
 // ResultsSchema is the version of results.json's layout. Keys only ever
 // grow; the version says which ones a file can have (1: the first wave,
-// which wrote no schema; 2: schema and provenance).
-const ResultsSchema = 2
+// which wrote no schema; 2: schema and provenance; 3: valid "error" and the
+// error object, where 2 had unknown and a string).
+const ResultsSchema = 3
 
 // Results is results.json: the verdict and its evidence. Scripts and CI read
 // it, so its keys only ever grow.
@@ -31,8 +32,8 @@ type Results struct {
 	Checker CheckerReport `json:"checker"`
 	// Faults counts fault windows by fault name.
 	Faults map[string]int `json:"faults"`
-	// Error is set when the harness itself failed.
-	Error string `json:"error,omitempty"`
+	// Error is set when the harness itself failed; Valid is then "error".
+	Error *RunError `json:"error,omitempty"`
 	// Interrupted is set when the run was stopped before it finished.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// StoppedEarly names the anomaly that ended the run before its time
@@ -87,7 +88,7 @@ type Meta struct {
 	Spec    json.RawMessage
 	Command string
 	// Error is the harness's own failure, if any.
-	Error string
+	Error *RunError
 	// Interrupted runs stopped before their time limit and liveness check.
 	Interrupted bool
 	// StoppedEarly says which anomaly, certain during the run, ended it
@@ -95,6 +96,46 @@ type Meta struct {
 	// checked liveness.
 	StoppedEarly string
 	Provenance   *Provenance
+}
+
+// RunError is results.json's "error": the harness's own failure, which
+// makes the run's verdict "error" (exit 255) whatever its history holds.
+type RunError struct {
+	// Stage is where the harness failed: StageStart or StageRun.
+	Stage   string `json:"stage"`
+	Message string `json:"message"`
+}
+
+// The stages a run can fail in.
+const (
+	// StageStart: the topology, the database or the clients would not
+	// start, so the run recorded nothing worth checking.
+	StageStart = "start"
+	// StageRun: the run started and then failed (a worker that could not
+	// go on, a fault that could not be injected or healed, the history
+	// that could not be written).
+	StageRun = "run"
+)
+
+// UnmarshalJSON also reads schema 2's error, a bare message.
+func (e *RunError) UnmarshalJSON(b []byte) error {
+	var msg string
+	if json.Unmarshal(b, &msg) == nil {
+		*e = RunError{Message: msg}
+		return nil
+	}
+	type plain RunError
+	return json.Unmarshal(b, (*plain)(e))
+}
+
+func (e *RunError) String() string {
+	if e == nil {
+		return ""
+	}
+	if e.Stage == "" {
+		return e.Message
+	}
+	return e.Stage + ": " + e.Message
 }
 
 // MetaOf recovers the meta of an earlier results.json.
@@ -127,8 +168,8 @@ func ConcludeStream(hist io.Reader, meta Meta, opts checker.Options) (Results, e
 // only the nemesis events.
 func assemble(r checker.Result, events []history.Event, meta Meta, opts checker.Options) Results {
 	switch {
-	case meta.Error != "":
-		r.Valid = checker.Unknown
+	case meta.Error != nil:
+		r.Valid = checker.Failed
 	case meta.Interrupted:
 		if r.Valid != checker.Invalid {
 			r.Valid = checker.Unknown

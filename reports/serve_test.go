@@ -25,9 +25,9 @@ func testStore(t *testing.T) string {
 	clean := res
 	clean.Valid, clean.Anomalies, clean.Checker.Findings = checker.Valid, map[string]int{}, nil
 	writeRun(t, store, "single-fenced-pause-client", "20261129T120005", events, clean)
-	unknown := res
-	unknown.Valid, unknown.Error = checker.Unknown, "redis-server did not start"
-	newest := writeRun(t, store, "single-cad-pause-client", "20261129T120005-2", events, unknown)
+	failed := res
+	failed.Valid, failed.Error = checker.Failed, &RunError{Stage: StageStart, Message: "redis-server did not start"}
+	newest := writeRun(t, store, "single-cad-pause-client", "20261129T120005-2", events, failed)
 	if err := Render(newest); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestServeListsRunsNewestFirst(t *testing.T) {
 		last = i
 	}
 	for _, want := range []string{
-		`<span class="tag unknown">unknown</span>`, `<span class="tag valid">valid</span>`, `<span class="tag invalid">invalid</span>`,
+		`<span class="tag error">error</span>`, `<span class="tag valid">valid</span>`, `<span class="tag invalid">invalid</span>`,
 		`href="/single-cad-pause-client/20261129T120005-2/index.html"`,
 		`href="/single-cad-pause-client/20261129T120001/history.jsonl"`,
 		`(latest)`, "3 runs",
@@ -110,8 +110,8 @@ func TestServeFilesOfRuns(t *testing.T) {
 	srv := httptest.NewServer(newServer(t, testStore(t)))
 	defer srv.Close()
 	for path, want := range map[string]string{
-		"/single-cad-pause-client/20261129T120005-2/index.html": "UNKNOWN",
-		"/latest/results.json": `"error": "redis-server did not start"`,
+		"/single-cad-pause-client/20261129T120005-2/index.html": "ERROR",
+		"/latest/results.json": `"stage": "start",`,
 		"/single-cad-pause-client/20261129T120001/nodes/n1/redis.log": "Ready to accept connections",
 		"/single-cad-pause-client/20261129T120001/":                   `href="history.jsonl"`,
 		"/single-cad-pause-client/20261129T120001/nodes/":             `href="n1/"`,

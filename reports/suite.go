@@ -12,9 +12,15 @@ import (
 	"github.com/lockharness/lockharness/checker"
 )
 
+// SuiteSchema is the version of a suite's results.json, which `repro
+// --json` and `suite --json` print too. Keys only ever grow (1: no schema
+// key; 2: schema, and errors counted apart from missed).
+const SuiteSchema = 2
+
 // Suite is a suite's results.json: every run of every row, expected
 // against actual. Scripts read it; the page is drawn from it.
 type Suite struct {
+	Schema   int        `json:"schema"`
 	Name     string     `json:"name"`
 	Started  time.Time  `json:"started"`
 	WallSec  float64    `json:"wall_s"`
@@ -22,11 +28,14 @@ type Suite struct {
 	Met      int        `json:"met"`
 	Missed   int        `json:"missed"`
 	Explored int        `json:"explored"`
-	Planned  int        `json:"planned"`
+	// Errors counts the runs the harness failed: neither met nor missed,
+	// they say nothing of the lock.
+	Errors  int `json:"errors"`
+	Planned int `json:"planned"`
 	// Complete is false when the suite was interrupted.
 	Complete bool `json:"complete"`
-	// Passed is true exactly when every run with an expectation met it
-	// and the suite completed.
+	// Passed is true exactly when every run with an expectation met it,
+	// the harness failed none, and the suite completed.
 	Passed bool `json:"passed"`
 	// Shard is which part of a sharded suite this is ("1/2"), empty for a
 	// whole one; Merged lists the shard directories a merge joined.
@@ -65,16 +74,20 @@ type SuiteCell struct {
 	Error   string  `json:"error,omitempty"`
 }
 
-// Tally counts the suite's met, missed and explored runs from its cells: a
-// cell with an expectation met it or not, one the harness failed is missed,
-// one without an expectation explored, an interrupted one none of these.
+// Tally counts the suite's met, missed, explored and failed runs from its
+// cells: a cell with an expectation met it or not, one the harness failed
+// is an error, one without an expectation explored, an interrupted one
+// none of these. It sets Passed from them and Complete.
 func (s *Suite) Tally() {
-	s.Met, s.Missed, s.Explored = 0, 0, 0
+	s.Schema = SuiteSchema
+	s.Met, s.Missed, s.Explored, s.Errors = 0, 0, 0, 0
 	for _, r := range s.Rows {
 		for _, c := range r.Cells {
 			switch {
 			case c.Verdict == "interrupted":
-			case c.Met == nil && c.Error == "":
+			case c.Error != "":
+				s.Errors++
+			case c.Met == nil:
 				s.Explored++
 			case c.Met != nil && *c.Met:
 				s.Met++
@@ -83,6 +96,7 @@ func (s *Suite) Tally() {
 			}
 		}
 	}
+	s.Passed = s.Complete && s.Missed == 0 && s.Errors == 0
 }
 
 // FirstFindings is the narrative of the first finding of each anomaly in

@@ -53,10 +53,14 @@ func Summary(w io.Writer, title, specLine string, res Results, dir string) {
 	for _, n := range res.Checker.Notes {
 		fmt.Fprintf(w, "  note        %s\n", n)
 	}
-	if res.Error != "" {
-		fmt.Fprintf(w, "  error       %s\n", res.Error)
+	if res.Error != nil {
+		fmt.Fprintf(w, "  error       the harness failed (%s): %s\n", res.Error.Stage, res.Error.Message)
 	}
-	fmt.Fprintf(w, "  verdict     %s (exit %d)\n", strings.ToUpper(res.Valid.String()), res.Valid.ExitCode())
+	verdict := strings.ToUpper(res.Valid.String())
+	if res.Valid == checker.Failed {
+		verdict = "ERROR, no verdict"
+	}
+	fmt.Fprintf(w, "  verdict     %s (exit %d)\n", verdict, res.Valid.ExitCode())
 	fmt.Fprintf(w, "  run dir     %s\n", dir)
 	fmt.Fprintf(w, "  re-run      %s\n", res.Command)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -108,8 +109,8 @@ func TestExecFatalIsAHarnessError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "WRONGPASS invalid username-password pair") {
 		t.Fatalf("run error %v, want the worker's fatal message", err)
 	}
-	if out.Results.Valid == checker.Valid {
-		t.Fatalf("verdict %v after a fatal worker, want anything but valid", out.Results.Valid)
+	if out.Results.Valid != checker.Failed || out.Results.Error == nil || out.Results.Error.Stage != reports.StageRun {
+		t.Fatalf("verdict %v, error %v after a fatal worker, want error (exit 255) in the run stage", out.Results.Valid, out.Results.Error)
 	}
 	if n := proc.Live(); n != 0 {
 		t.Errorf("%d processes left", n)

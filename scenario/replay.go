@@ -80,7 +80,7 @@ func Found(res reports.Results) string {
 // Reproduces reports whether a run found again what kinds name: every one
 // of them, or, with none, a valid verdict again.
 func Reproduces(res reports.Results, kinds []string) bool {
-	if res.Error != "" || res.Interrupted {
+	if res.Error != nil || res.Interrupted {
 		return false
 	}
 	if len(kinds) == 0 {

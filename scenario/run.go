@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -110,6 +111,11 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	}
 
 	meta := reports.Meta{Seed: spec.Seed, Command: spec.Command(), Interrupted: ctx.Err() != nil, Provenance: prov, StoppedEarly: ran.stopped}
+	if opt.Store != "" && opt.Store != DefaultStore {
+		// The re-run lands beside this one, not in a store of the
+		// working directory's.
+		meta.Command += " --store " + shellQuote(opt.Store)
+	}
 	if len(spec.Schedule) > 0 {
 		// No flag holds a schedule: a file beside the run does.
 		planned := filepath.Join(dir, PlannedFile)
@@ -122,7 +128,11 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 		return out, err
 	}
 	if runErr != nil {
-		meta.Error = runErr.Error()
+		meta.Error = &reports.RunError{Stage: reports.StageRun, Message: runErr.Error()}
+		var start startError
+		if errors.As(runErr, &start) {
+			meta.Error.Stage = reports.StageStart
+		}
 	}
 	events := rec.Events()
 	if tables != nil {
@@ -144,6 +154,16 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	}
 	return out, runErr
 }
+
+// DefaultStore is the store the verbs use unless told: ./store.
+const DefaultStore = "store"
+
+// startError is a run that failed before its clients started: results.json
+// says so (StageStart), so that CI can tell a machine that cannot run the
+// topology from a run that broke.
+type startError struct{ error }
+
+func (e startError) Unwrap() error { return e.error }
 
 // rig is a started run: the topology, its network, the clients and what
 // faults act on.
@@ -304,7 +324,7 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	logf("starting %s topology (%s) in %s", spec.Topology, where, dir)
 	r, err := startRig(ctx, plan, opt, dir, rec, logw, logf)
 	if err != nil {
-		return nil, err
+		return nil, startError{err}
 	}
 	defer r.close()
 	if r.db != nil {

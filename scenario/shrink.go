@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -301,7 +300,7 @@ func scheduleEnd(steps []Step) time.Duration {
 // event, from the start of the run's schedule; false when the run has no
 // such finding.
 func (r Recorded) Evident(kind string) (time.Duration, bool) {
-	events, err := history.ReadFile(filepath.Join(r.Dir, "history.jsonl"))
+	events, err := history.ReadFile(history.InDir(r.Dir))
 	if err != nil {
 		return 0, false
 	}
