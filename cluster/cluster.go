@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/internal/suggest"
 )
 
 // Persistence modes a node can run with.
@@ -166,7 +168,7 @@ func OneOf(what, v string, valid []string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("unknown %s %q (valid: %s)", what, v, strings.Join(valid, ", "))
+	return suggest.Unknown(what, v, valid, "")
 }
 
 // New plans the topology the spec asks for, without starting anything:

@@ -24,6 +24,8 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
+
+	"github.com/lockharness/lockharness/internal/suggest"
 )
 
 // Registry lists every fault the nemesis can inject.
@@ -266,7 +268,7 @@ func Parse(list string) (Nemesis, error) {
 			}
 			f, ok := Lookup(name)
 			if !ok {
-				return nil, fmt.Errorf("unknown nemesis %q (valid: %s; join faults with + to inject them together)", name, strings.Join(Names(), ", "))
+				return nil, suggest.Unknown("nemesis", name, Names(), "; join faults with + to inject them together")
 			}
 			in := Injection{Fault: f, Options: options.Values{}}
 			if hasOpts {
@@ -408,6 +410,10 @@ type Env struct {
 	Key string
 	// Log reports progress to the person running the harness.
 	Log func(format string, args ...any)
+	// Until is when the run's time limit ends the faults (zero: no
+	// limit known); a window still open then is healed early, and its end
+	// says so.
+	Until time.Time
 	// ran are the options of the fault this copy of the environment runs
 	// (Injection.run), recorded with its start.
 	ran options.Values
@@ -453,6 +459,10 @@ func (e *Env) Begin(fault, target, detail string) func(detail string) {
 		Options: e.ran.String()})
 	e.Log("%7.3fs  %-13s start  %s %s", start.At().Seconds(), fault, target, detail)
 	return func(endDetail string) {
+		if !e.Until.IsZero() && !time.Now().Before(e.Until) {
+			// What the start said it drew is not what ran.
+			endDetail += " (cut short by the time limit)"
+		}
 		end := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.End, Target: target, Detail: endDetail,
 			Down: e.down})
 		e.down = nil

@@ -71,6 +71,12 @@ func (s Schedule) Run(ctx context.Context, env *Env) error {
 		if !sleep(ctx, between(rng, s.MinGap, s.MaxGap)) {
 			return nil
 		}
+		if end, ok := ctx.Deadline(); ok && time.Until(end) < s.MinGap {
+			// A fault started now would be healed by the time limit
+			// before its window could show anything: start none.
+			<-ctx.Done()
+			return nil
+		}
 		g := s.Groups[rng.Intn(len(s.Groups))]
 		err := g.Run(ctx, env, rng)
 		if ctx.Err() != nil {

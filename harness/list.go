@@ -70,6 +70,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.Name, strings.Join(r.Topologies, ","), r.Summary)
 		printOptions(tw, r.Options)
 	}
+	fmt.Fprintf(tw, "  %s\t%s\t%s\n", locks.Exec, "as announced", "a lock of your own: the worker --worker-cmd starts for each client, speaking docs/worker-protocol.md (`harness worker-check` tries one)")
 	fmt.Fprintln(tw, "\nFaults (--nemesis a,b or a+b to inject together; options after a colon), where they apply, what they need:")
 	for _, f := range faults.Registry {
 		var where []string

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/internal/suggest"
 	"github.com/lockharness/lockharness/locks"
 )
 
@@ -137,7 +138,7 @@ func unknownVerb(name string, stderr io.Writer) int {
 			names = append(names, v.name)
 		}
 	}
-	fmt.Fprintf(stderr, "harness: unknown command %q (valid: %s, help)\n\n%s", name, strings.Join(names, ", "), usage())
+	fmt.Fprintf(stderr, "harness: %v\n\n%s", suggest.Unknown("command", name, append(names, "help"), ""), usage())
 	return exitUsage
 }
 
@@ -188,7 +189,7 @@ func (c *command) parse(args []string, stdout, stderr io.Writer) (positional []s
 				fmt.Fprint(stdout, c.usage())
 				return nil, 0, false
 			}
-			return nil, c.fail(stderr, "%v", err), false
+			return nil, c.fail(stderr, "%v", c.explain(err)), false
 		}
 		rest := c.Args()
 		if len(rest) == 0 {
@@ -199,6 +200,25 @@ func (c *command) parse(args []string, stdout, stderr io.Writer) (positional []s
 		}
 		positional, args = append(positional, rest[0]), rest[1:]
 	}
+}
+
+// explain adds to the flag package's refusal of an unknown flag the flag
+// that was meant ("did you mean --lock?"), and for run --seeds the verb
+// that takes it.
+func (c *command) explain(err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err
+	}
+	if c.name == "run" && name == "seeds" {
+		return fmt.Errorf("%w: a run takes one --seed; `harness repro NAME|FILE --seeds N` runs a scenario for N seeds", err)
+	}
+	var names []string
+	c.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if meant, ok := suggest.Closest(name, names); ok {
+		return fmt.Errorf("%w: did you mean --%s?", err, meant)
+	}
+	return err
 }
 
 // fail prints a usage error and the way to the usage, and returns exitUsage.

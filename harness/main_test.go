@@ -13,7 +13,16 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--lock", "nosuch"}, `unknown lock "nosuch" (valid: cad, del, fenced, naive, redislock, redlock, redsync, renew, rueidislock, wait)`},
+		{[]string{"run", "--lock", "nosuch"}, `unknown lock "nosuch" (valid: cad, del, fenced, naive, redislock, redlock, redsync, renew, rueidislock, wait, exec; exec runs a worker of your own, with --worker-cmd)`},
+		{[]string{"run", "--lock", "cda"}, `unknown lock "cda" (did you mean cad? valid:`},
+		{[]string{"run", "--lok", "cad"}, `flag provided but not defined: -lok: did you mean --lock?`},
+		{[]string{"run", "--time-limt", "3s"}, `did you mean --time-limit?`},
+		{[]string{"run", "--seeds", "3"}, "a run takes one --seed; `harness repro NAME|FILE --seeds N` runs a scenario for N seeds"},
+		{[]string{"run", "--nemesis", "pause-clinet"}, `unknown nemesis "pause-clinet" (did you mean pause-client? valid:`},
+		{[]string{"run", "--nemesis", "pause-client:forr=1s"}, `unknown option "forr" (did you mean for? valid: for=D)`},
+		{[]string{"run", "--topology", "sentinal"}, `unknown topology "sentinal" (did you mean sentinel? valid:`},
+		{[]string{"repro", "gc-paus"}, `unknown scenario "gc-paus" (did you mean gc-pause? valid:`},
+		{[]string{"rnu"}, `unknown command "rnu" (did you mean run? valid:`},
 		{[]string{"run", "--nemesis", "nosuch"}, `unknown nemesis "nosuch" (valid: clock-jump, clock-strobe, cluster-failover, delay-write, failover, kill-client, kill-node`},
 		{[]string{"run", "--nemesis", "kill-node:delay=soon"}, `option delay=soon: want a duration like 500ms or 4s (valid: delay=D, node=holder|random|NAME)`},
 		{[]string{"run", "--nemesis", "partition-primary"}, `nemesis partition-primary: topology single has no replication`},
@@ -191,7 +200,7 @@ func TestScenarioFilesOnTheCommandLine(t *testing.T) {
 	badDir := t.TempDir()
 	bad := filepath.Join(badDir, "typo.toml")
 	os.WriteFile(bad, []byte("name = \"typo\"\nexpect = \"safe\"\n\n[spec]\nlock = \"cad\"\nnemsis = \"none\"\n"), 0o644)
-	want := bad + ":6: unknown field spec.nemsis (valid in [spec]:"
+	want := bad + ":6: unknown field spec.nemsis (did you mean nemesis? valid in [spec]:"
 	for _, args := range [][]string{
 		{"run", "--scenario", bad},
 		{"repro", bad},

@@ -78,7 +78,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	lanes := max(1, min(*parallel, *seeds))
 	start := time.Now()
 	suite := reports.Suite{Name: "repro " + entry.Name, Started: start, Planned: *seeds}
-	row := reports.SuiteRow{Scenario: entry.Name, Spec: entry.Spec.Line(), Expect: entry.Expect.String()}
+	row := reports.SuiteRow{Scenario: entry.Name, Spec: plan.Line(), Expect: entry.Expect.String()}
 	took := make([]time.Duration, *seeds)
 	cells := make([]*reports.SuiteCell, *seeds)
 	results := make([]*reports.Results, *seeds)

@@ -57,19 +57,25 @@ func cmdWorkerCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "harness: worker-check: %v\n", err)
 		return exitHarness
 	}
-	problems := 0
+	problems, first := 0, ""
 	for _, s := range sessions {
+		// A session's problems come first: what passed after the first
+		// mistake often passed only by luck, and the first is the cause.
 		fmt.Fprintf(stdout, "%s:\n", s.Name())
-		for _, p := range s.Report.Passed {
-			fmt.Fprintf(stdout, "  ok    %s\n", p)
-		}
 		for _, p := range s.Report.Problems {
 			fmt.Fprintf(stdout, "  FAIL  %s\n", p)
+			if first == "" {
+				first = s.Name() + ": " + p
+			}
+		}
+		for _, p := range s.Report.Passed {
+			fmt.Fprintf(stdout, "  ok    %s\n", p)
 		}
 		problems += len(s.Report.Problems)
 	}
 	if problems > 0 {
-		fmt.Fprintf(stdout, "%d problems in %d sessions: the worker does not conform to the worker protocol %d (docs/worker-protocol.md)\n", problems, len(sessions), workloads.Protocol)
+		fmt.Fprintf(stdout, "%s in %s: the worker does not conform to the worker protocol %d (docs/worker-protocol.md); the first, which the others may follow from: %s\n",
+			plural(problems, "problem"), plural(len(sessions), "session"), workloads.Protocol, first)
 		return 1
 	}
 	fmt.Fprintf(stdout, "conformant: %s %s speaks the worker protocol %d in %d sessions (%s)\n", ready.Name, ready.Version, workloads.Protocol, len(sessions), sessionNames(sessions))
@@ -82,4 +88,12 @@ func sessionNames(ss []scenario.WorkerSession) string {
 		names[i] = s.Name()
 	}
 	return strings.Join(names, "; ")
+}
+
+// plural is "1 problem", "3 problems".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -23,7 +23,8 @@ import (
 
 	"github.com/lockharness/lockharness/internal/hashslot"
 	"github.com/lockharness/lockharness/internal/options"
-	"github.com/lockharness/lockharness/internal/version"
+
+	"github.com/lockharness/lockharness/internal/suggest"
 )
 
 // Recipes is the registry: every recipe the harness can test.
@@ -100,20 +101,12 @@ func Lookup(name string) (Recipe, error) {
 			return r, nil
 		}
 	}
-	return Recipe{}, fmt.Errorf("unknown lock %q (valid: %s)", name, strings.Join(Names(), ", "))
+	return Recipe{}, suggest.Unknown("lock", name, append(Names(), Exec), "; exec runs a worker of your own, with --worker-cmd")
 }
 
-// LibraryVersions are the versions of the libraries the recipes adapt, by
-// Go module, as compiled into this binary.
-func LibraryVersions() map[string]string {
-	out := map[string]string{}
-	for _, r := range Recipes {
-		if r.Library != "" {
-			out[r.Library] = version.Module(r.Library)
-		}
-	}
-	return out
-}
+// Exec is the name of the lock an outside worker runs (--lock exec
+// --worker-cmd): no recipe of the registry, but a lock a run may name.
+const Exec = "exec"
 
 // Names lists the recipe names, sorted.
 func Names() []string {

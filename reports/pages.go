@@ -123,6 +123,9 @@ type indexPage struct {
 	Exit     int
 	Headline string
 	Spec     []keyValue
+	// Ran is the provenance: the lock as it named itself, the harness,
+	// the servers, the library.
+	Ran      []keyValue
 	Command  string
 	Checks   []keyValue
 	Stats    []statRow
@@ -139,6 +142,37 @@ type indexPage struct {
 	Error       string
 	Interrupted bool
 	Problems    []string
+}
+
+// provenancePairs is what ran, as the page's table shows it; nothing for a
+// history recorded elsewhere.
+func provenancePairs(pr *Provenance) []keyValue {
+	if pr == nil {
+		return nil
+	}
+	var kv []keyValue
+	if l := pr.Lock; l != nil {
+		kv = append(kv, keyValue{Key: "lock", Value: l.Label()})
+		if l.Library != "" {
+			kv = append(kv, keyValue{Key: "library", Value: l.Library + " " + l.Version})
+		}
+		if l.Worker != "" {
+			kv = append(kv, keyValue{Key: "worker", Value: l.Worker})
+		}
+	}
+	kv = append(kv, keyValue{Key: "harness", Value: pr.Harness}, keyValue{Key: "go", Value: pr.Go})
+	if pr.Topology != "" {
+		kv = append(kv, keyValue{Key: "topology", Value: pr.Topology})
+	}
+	names := make([]string, 0, len(pr.Servers))
+	for n := range pr.Servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		kv = append(kv, keyValue{Key: n, Value: pr.Servers[n]})
+	}
+	return kv
 }
 
 // keyValue is a row of a two-column table; Link, if set, is where the
@@ -226,6 +260,7 @@ func newIndexPage(dir string, res Results, a *analysis, tables *history.Tables) 
 			p.Name = kv.Value
 		}
 	}
+	p.Ran = provenancePairs(res.Provenance)
 	p.Headline = headline(res)
 	first := map[string]int{}
 	for i, f := range res.Checker.Findings {

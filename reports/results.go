@@ -75,9 +75,44 @@ type Provenance struct {
 	// Topology is "fresh" for a topology started for the run, or which
 	// earlier run's topology it reused and how that was reset.
 	Topology string `json:"topology,omitempty"`
-	// Libraries are the lock libraries compiled into the harness, by Go
-	// module, with their versions.
+	// Lock is the lock the run tested, as it named itself.
+	Lock *LockProvenance `json:"lock,omitempty"`
+	// Libraries is the Go library the tested recipe adapts, by module,
+	// with its version as compiled in: only what ran (none for a built-in
+	// recipe of the harness's own or an exec worker, whose Lock says).
 	Libraries map[string]string `json:"libraries,omitempty"`
+}
+
+// LockProvenance names the lock under test: a recipe of the harness, a Go
+// library's adapter, or a worker of the team's own (exec) by the name and
+// version its ready line announced.
+type LockProvenance struct {
+	// Recipe is the --lock value: cad, redsync, exec, ...
+	Recipe string `json:"recipe"`
+	// Name is what the lock calls itself: the recipe's name, or the
+	// worker's announced name (redis-py-lock).
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	// Library is the Go module a recipe adapts, when it adapts one.
+	Library string `json:"library,omitempty"`
+	// Worker is an exec lock's worker command.
+	Worker string `json:"worker,omitempty"`
+}
+
+// Label is the lock in a few words: "redis-py-lock 4.3.4 (exec)",
+// "redsync v4.18.1", "cad".
+func (l *LockProvenance) Label() string {
+	if l == nil {
+		return ""
+	}
+	label := l.Name
+	if l.Version != "" {
+		label += " " + l.Version
+	}
+	if l.Recipe != l.Name {
+		label += " (" + l.Recipe + ")"
+	}
+	return label
 }
 
 // Meta is what results.json says about a run besides what the checker

@@ -3,10 +3,11 @@ package scenario
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
+
+	"github.com/lockharness/lockharness/internal/suggest"
 )
 
 // Entry is a named, seeded scenario of the catalog (docs/scenarios.md):
@@ -109,5 +110,5 @@ func Lookup(name string) (Entry, error) {
 		names = append(names, e.Name)
 	}
 	sort.Strings(names)
-	return Entry{}, fmt.Errorf("unknown scenario %q (valid: %s)", name, strings.Join(names, ", "))
+	return Entry{}, suggest.Unknown("scenario", name, names, "")
 }

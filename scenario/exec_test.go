@@ -39,6 +39,11 @@ func TestExecRedisPy(t *testing.T) {
 		if got := r.Stats["extend"].OK; got < 3 {
 			t.Errorf("extend ok = %d: the worker announced extend, so holders extend", got)
 		}
+		// The lock under test keeps the name it announced, and no Go
+		// library that did not run is named beside it.
+		if pr := r.Provenance; pr == nil || pr.Lock == nil || pr.Lock.Name != "redis-py-lock" || pr.Lock.Version == "" || pr.Lock.Worker != RedisPyWorker || len(pr.Libraries) != 0 {
+			t.Errorf("provenance %+v (lock %+v), want the worker's name and version, its command, and no libraries", pr, pr.Lock)
+		}
 	})
 	t.Run("pause-client", func(t *testing.T) {
 		wantAnomaly(t, run(t, execSpecFor(RedisPyWorker, "pause-client", 6*time.Second)), checker.StaleWrite)
@@ -65,6 +70,9 @@ func TestExecRedisPy(t *testing.T) {
 		}
 		if p.Spec.Name != "single-redis-py-lock-none" || p.Spec.Lock != ExecLock {
 			t.Errorf("name %q lock %q, want single-redis-py-lock-none and exec", p.Spec.Name, p.Spec.Lock)
+		}
+		if line := p.Line(); !strings.Contains(line, "lock redis-py-lock 4.") || !strings.Contains(line, " (exec)") {
+			t.Errorf("the spec line %q does not name the worker's lock", line)
 		}
 	})
 }

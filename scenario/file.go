@@ -17,6 +17,8 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/lockharness/lockharness/checker"
+
+	"github.com/lockharness/lockharness/internal/suggest"
 )
 
 // A scenario file is one catalog entry as TOML: the row's words (name,
@@ -306,7 +308,7 @@ func ParseExpect(s string) (Expect, error) {
 				return Expect{Unsafe: true, Anomaly: a}, nil
 			}
 		}
-		return Expect{}, fmt.Errorf("unknown anomaly %q (valid: %s)", a, strings.Join(checker.AnomalyNames, ", "))
+		return Expect{}, suggest.Unknown("anomaly", a, checker.AnomalyNames, "")
 	}
 	return Expect{}, fmt.Errorf("%q is no expectation (valid: safe, unsafe, unsafe: ANOMALY, %s)", s, Expect{Fenced: true})
 }
@@ -319,8 +321,9 @@ func decodeError(name string, err error) error {
 		for _, e := range missing.Errors {
 			row, _ := e.Position()
 			key := e.Key()
-			msgs = append(msgs, fmt.Sprintf("%s:%d: unknown field %s (valid%s: %s)", name, row,
-				strings.Join(key, "."), tableWord(key), strings.Join(fieldsOf(key), ", ")))
+			fields := fieldsOf(key)
+			msgs = append(msgs, fmt.Sprintf("%s:%d: unknown field %s (%svalid%s: %s)", name, row,
+				strings.Join(key, "."), suggest.DidYouMean(key[len(key)-1], fields), tableWord(key), strings.Join(fields, ", ")))
 		}
 		return errors.New(strings.Join(msgs, "\n"))
 	}

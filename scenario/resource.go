@@ -16,6 +16,8 @@ import (
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/workloads"
+
+	"github.com/lockharness/lockharness/internal/suggest"
 )
 
 // Workloads this build knows: mutex protects the in-memory counter;
@@ -44,7 +46,7 @@ func resolveResource(s *Spec, p Plan) (*resource.Statement, []error) {
 	case s.Resource == "":
 		s.Resource = resource.Memory
 	case !slices.Contains(resource.Names, s.Resource):
-		return nil, []error{fmt.Errorf("unknown resource %q (valid: %s)", s.Resource, strings.Join(resource.Names, ", "))}
+		return nil, []error{suggest.Unknown("resource", s.Resource, resource.Names, "")}
 	case s.Resource == resource.Memory && db:
 		errs = append(errs, fmt.Errorf("workload %s writes to a database: use --resource %s (or leave --resource out)", s.Workload, resource.Postgres))
 	case s.Resource == resource.Postgres && s.Workload == WorkloadMutex:
@@ -54,7 +56,7 @@ func resolveResource(s *Spec, p Plan) (*resource.Statement, []error) {
 		s.Fencing = resource.FenceNone
 	}
 	if !slices.Contains(resource.Fencings, s.Fencing) {
-		errs = append(errs, fmt.Errorf("unknown fencing %q (valid: %s)", s.Fencing, strings.Join(resource.Fencings, ", ")))
+		errs = append(errs, suggest.Unknown("fencing", s.Fencing, resource.Fencings, ""))
 	}
 	if s.Fencing != resource.FenceNone && s.Workload != WorkloadInventory {
 		errs = append(errs, fmt.Errorf("--fencing %s fences the inventory's writes; workload %s has none to fence", s.Fencing, s.Workload))

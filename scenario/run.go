@@ -18,7 +18,6 @@ import (
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/version"
-	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/workloads"
@@ -100,7 +99,10 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	defer histFile.Close()
 	rec := history.NewRecorder(histFile)
 
-	prov := &reports.Provenance{Harness: version.Harness(), Go: version.Go(), Libraries: locks.LibraryVersions()}
+	prov := &reports.Provenance{Harness: version.Harness(), Go: version.Go(), Lock: plan.LockProvenance()}
+	if l := prov.Lock; l.Library != "" {
+		prov.Libraries = map[string]string{l.Library: l.Version}
+	}
 	var ran driven
 	tables, runErr := drive(ctx, plan, opt, dir, rec, logw, logf, prov, &ran)
 	if runErr != nil {
@@ -347,6 +349,7 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	defer faults.WatchRoles(r.cl, rec, logf)()
 	nctx, cancel := context.WithTimeout(ctx, spec.TimeLimit.D())
 	defer cancel()
+	r.env.Until, _ = nctx.Deadline()
 	if len(opt.StopOn) > 0 {
 		copts := checker.Options{Slack: reports.DefaultSlack, Database: r.db != nil}
 		watched := watchAnomalies(nctx, rec, opt.StopOn, copts, logf, cancel)

@@ -18,7 +18,9 @@ import (
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/internal/version"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -428,9 +430,30 @@ func (s Spec) Validate() error {
 }
 
 // Line is the spec on one line, for summaries.
-func (s Spec) Line() string {
+func (s Spec) Line() string { return s.lineWith(s.Lock) }
+
+// Line is the spec's line with the lock as it named itself: an exec
+// worker's announced name and version ("redis-py-lock 4.3.4 (exec)"), not
+// only "exec".
+func (p Plan) Line() string { return p.Spec.lineWith(p.LockProvenance().Label()) }
+
+// LockProvenance is the lock the plan tests, as results.json's provenance
+// records it: an exec worker by what it announced, a recipe by its name and
+// the library it adapts.
+func (p Plan) LockProvenance() *reports.LockProvenance {
+	if p.Spec.Lock == ExecLock {
+		return &reports.LockProvenance{Recipe: ExecLock, Name: cmp.Or(p.Worker.Name, ExecLock), Version: p.Worker.Version, Worker: p.Spec.WorkerCmd}
+	}
+	lp := &reports.LockProvenance{Recipe: p.Spec.Lock, Name: cmp.Or(p.Lock.Recipe.Name, p.Spec.Lock), Library: p.Lock.Recipe.Library}
+	if lp.Library != "" {
+		lp.Version = version.Module(lp.Library)
+	}
+	return lp
+}
+
+func (s Spec) lineWith(lock string) string {
 	line := fmt.Sprintf("topology %s · lock %s · nemesis %s · %d clients · ttl %v · hold %v · %v · persistence %s",
-		s.Topology, s.Lock, s.Nemesis, s.Clients, s.TTL, s.Hold, s.TimeLimit, s.Persistence)
+		s.Topology, lock, s.Nemesis, s.Clients, s.TTL, s.Hold, s.TimeLimit, s.Persistence)
 	if s.Writes > 1 {
 		line += fmt.Sprintf(" · %d writes per grant", s.Writes)
 	}

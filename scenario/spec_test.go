@@ -144,3 +144,21 @@ func TestClientSlotsMustFit(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Provenance names only the library that ran: redsync's for redsync, none
+// for a recipe of the harness's own.
+func TestLockProvenanceNamesOnlyWhatRan(t *testing.T) {
+	for lock, library := range map[string]string{"redsync": "github.com/go-redsync/redsync/v4", "cad": ""} {
+		s := Defaults()
+		s.Lock = lock
+		p, err := s.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lp := p.LockProvenance()
+		// (A test binary carries no module versions: the binary's do.)
+		if lp.Recipe != lock || lp.Name != lock || lp.Library != library || library == "" && lp.Version != "" {
+			t.Errorf("%s: %+v, want library %q", lock, lp, library)
+		}
+	}
+}

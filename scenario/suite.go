@@ -465,7 +465,11 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 			if !ok {
 				r = len(s.Rows)
 				rows[p.Row] = r
-				row := reports.SuiteRow{Scenario: p.Row, Spec: p.Spec.Line(), Order: p.order}
+				line := p.Spec.Line()
+				if p.plan != nil {
+					line = p.plan.Line()
+				}
+				row := reports.SuiteRow{Scenario: p.Row, Spec: line, Order: p.order}
 				if p.Expect != nil {
 					row.Expect = p.Expect.String()
 				}

@@ -13,7 +13,7 @@ import (
 
 // ExecLock is the --lock value that runs an outside program (--worker-cmd)
 // as every client, over the worker protocol.
-const ExecLock = "exec"
+const ExecLock = locks.Exec
 
 // workerCommand is the command of a slot's worker: the harness binary's
 // hidden worker verb for a built-in recipe, or the user's program, run by

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockharness/lockharness/internal/suggest"
 )
 
 // Kind is what an option's value must be.
@@ -158,7 +160,7 @@ func Parse(text string, specs []Spec) (Values, error) {
 		spec, known := find(specs, k)
 		switch {
 		case !known:
-			return nil, fmt.Errorf("unknown option %q (valid: %s)", k, valid)
+			return nil, fmt.Errorf("unknown option %q (%svalid: %s)", k, suggest.DidYouMean(k, specNames(specs)), valid)
 		case spec.Kind == Flag && hasValue:
 			return nil, fmt.Errorf("option %s is a flag and takes no value (valid: %s)", k, valid)
 		case spec.Kind != Flag && (!hasValue || v == ""):
@@ -268,4 +270,12 @@ func JoinSlots(slots []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, "/")
+}
+
+func specNames(specs []Spec) []string {
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	return names
 }
