@@ -176,10 +176,13 @@ func OneOf(what, v string, valid []string) error {
 // node runs, so impossible combinations are refused up front.
 func New(s Spec) (*Cluster, error) {
 	if s.Target != "" {
-		if s.Topology != "" && s.Topology != Single && s.Topology != Target {
+		if s.Topology != "" && s.Topology != Single && s.Topology != Target && s.Topology != TargetSentinel {
 			return nil, fmt.Errorf("--target is a deployment of its own: drop --topology %s", s.Topology)
 		}
 		s.Topology = Target
+		if t, err := ParseTarget(s.Target); err == nil && t.Master != "" {
+			s.Topology = TargetSentinel
+		}
 	}
 	top, err := lookup(s.Topology)
 	if err != nil {

@@ -92,3 +92,8 @@ func (c *Cluster) InternalLinks(node string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// InternalAddr is the address a node's peers and monitors use for it, and
+// so the one its sentinels announce: the address clients are told to dial
+// and ClientAccess.Dial maps. Empty for topologies whose nodes have none.
+func (c *Cluster) InternalAddr(node string) string { return c.internal[node] }

@@ -45,16 +45,7 @@ var sentinel = topology{
 	asPlanned: sentinelAsPlanned,
 	failover:  sentinelFailover,
 	watch:     sentinelWatch,
-	access: func(c *Cluster, link func(string) string) ClientAccess {
-		a := ClientAccess{Master: masterName, Dial: map[string]string{}}
-		for _, s := range c.planned.sentinels {
-			a.Sentinels = append(a.Sentinels, link(s))
-		}
-		for _, n := range c.planned.nodes {
-			a.Dial[c.internal[n]] = link(n)
-		}
-		return a
-	},
+	access:    sentinelAccess,
 }
 
 func startSentinel(ctx context.Context, c *Cluster) error {

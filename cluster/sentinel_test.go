@@ -93,3 +93,68 @@ func TestResetEmptiesAFreshSentinelTopology(t *testing.T) {
 		}
 	}
 }
+
+// A Sentinel deployment as a --target: its nodes are the ones its
+// sentinels announce, each client reaches every sentinel through a link of
+// its own, and every node address the sentinels announce is mapped to the
+// client's own link for that node, so that no client traffic passes the
+// proxies by; and the harness stops none of it when it closes.
+func TestTargetSentinelPutsEveryAnnouncedAddressBehindAProxy(t *testing.T) {
+	team, _ := startSentinelTopology(t)
+	var sentinels []string
+	for _, s := range team.Sentinels {
+		sentinels = append(sentinels, s.Addr())
+	}
+	target, err := cluster.New(cluster.Spec{Target: "redis-sentinel://" + strings.Join(sentinels, ",") + "/lockharness", Backend: cluster.BackendLocal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{} // proxy → upstream
+	link := func(name, upstream string) (string, error) {
+		proxy := "proxy-" + name
+		links[proxy] = upstream
+		return proxy, nil
+	}
+	if err := target.Start(context.Background(), t.TempDir(), link); err != nil {
+		t.Fatal(err)
+	}
+	if target.Topology != cluster.TargetSentinel || target.Shape() != cluster.Sentinel || target.Can(cluster.NodeControl) == nil {
+		t.Fatalf("topology %s shape %s node control %v: want a sentinel-shaped target without node control", target.Topology, target.Shape(), target.Can(cluster.NodeControl))
+	}
+	access, err := target.ConnectClient(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if access.Master != "lockharness" || len(access.Sentinels) != 3 {
+		t.Errorf("access %+v: want the master's name and the 3 sentinels", access)
+	}
+	for _, s := range access.Sentinels {
+		if up := links[s]; !strings.Contains(strings.Join(sentinels, ","), up) || up == "" {
+			t.Errorf("sentinel address %s is no link to a sentinel (upstream %q)", s, up)
+		}
+	}
+	ctx := context.Background()
+	announced := map[string]bool{}
+	for _, n := range team.Nodes {
+		// The team's topology announces its nodes by their internal
+		// addresses: what its sentinels name.
+		announced[team.InternalAddr(n.Name())] = true
+	}
+	if len(access.Dial) != len(team.Nodes) {
+		t.Errorf("dial maps %d addresses, want the %d nodes the sentinels announce: %v", len(access.Dial), len(team.Nodes), access.Dial)
+	}
+	for from, to := range access.Dial {
+		if !announced[from] || links[to] != from {
+			t.Errorf("dial %s → %s (upstream %s): want an announced address mapped to the client's link to it", from, to, links[to])
+		}
+	}
+	if p, err := team.Primary(ctx, ""); err != nil || access.Dial[team.InternalAddr(p.Name())] == "" {
+		t.Errorf("the primary %v (%v) is not behind a proxy", p, err)
+	}
+	target.Close()
+	for _, n := range team.Servers() {
+		if !n.Running() {
+			t.Errorf("closing the target stopped the team's %s", n.Name())
+		}
+	}
+}

@@ -60,7 +60,12 @@ const TargetPasswordEnv = "LOCKHARNESS_TARGET_PASSWORD"
 
 // TargetURL is a parsed --target.
 type TargetURL struct {
-	Addr               string
+	// Addr is a single server's address; empty for a Sentinel deployment.
+	Addr string
+	// Sentinels and Master are a Sentinel deployment's sentinels and the
+	// name of the primary they watch (redis-sentinel://).
+	Sentinels          []string
+	Master             string
 	Username, Password string
 	TLS                bool
 	// CAFile is the ?ca= PEM file to trust (rediss; empty: the system's).
@@ -87,7 +92,11 @@ func (t *TargetURL) WithoutPassword() string {
 }
 
 // ParseTarget parses redis://[USER:PASSWORD@]HOST:PORT or rediss://...
-// [?ca=FILE]. Sentinel and Cluster seed lists are refused with the reason.
+// [?ca=FILE], or a Sentinel deployment:
+// redis-sentinel://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]/MASTER (the
+// sentinels and the name of the primary they watch; the user logs in to
+// the nodes and the sentinels alike). Cluster seed lists are refused with
+// the reason.
 func ParseTarget(raw string) (*TargetURL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -106,22 +115,28 @@ func ParseTarget(raw string) (*TargetURL, error) {
 	case "redis":
 	case "rediss":
 		t.TLS = true
-	case "redis-sentinel", "redis-cluster":
-		return nil, fmt.Errorf("--target %s: %s deployments are not supported yet; the harness can put its proxies in front of one server (redis://HOST:PORT, rediss:// for TLS)", u.Redacted(), strings.TrimPrefix(u.Scheme, "redis-"))
+	case "redis-sentinel":
+		if err := t.parseSentinels(u); err != nil {
+			return nil, err
+		}
+	case "redis-cluster":
+		return nil, fmt.Errorf("--target %s: cluster deployments are not supported yet; the harness can put its proxies in front of one server (redis://HOST:PORT, rediss:// for TLS) or a Sentinel deployment (redis-sentinel://HOST:PORT,.../MASTER)", u.Redacted())
 	default:
-		return nil, fmt.Errorf("--target %s: scheme %q (valid: redis, rediss)", u.Redacted(), u.Scheme)
+		return nil, fmt.Errorf("--target %s: scheme %q (valid: redis, rediss, redis-sentinel)", u.Redacted(), u.Scheme)
 	}
-	if strings.Contains(u.Host, ",") {
-		return nil, fmt.Errorf("--target %s: one server only; seed lists (Sentinel, Cluster) are not supported yet", u.Redacted())
+	if t.Master == "" {
+		if strings.Contains(u.Host, ",") {
+			return nil, fmt.Errorf("--target %s: one server only; a Sentinel deployment's sentinels go in redis-sentinel://HOST:PORT,HOST:PORT/MASTER", u.Redacted())
+		}
+		host, port, err := net.SplitHostPort(u.Host)
+		if err != nil || host == "" || port == "" {
+			return nil, fmt.Errorf("--target %s: want HOST:PORT after the scheme", u.Redacted())
+		}
+		if u.Path != "" && u.Path != "/" && u.Path != "/0" {
+			return nil, fmt.Errorf("--target %s: database %s: lock clients use database 0", u.Redacted(), strings.TrimPrefix(u.Path, "/"))
+		}
+		t.Addr = u.Host
 	}
-	host, port, err := net.SplitHostPort(u.Host)
-	if err != nil || host == "" || port == "" {
-		return nil, fmt.Errorf("--target %s: want HOST:PORT after the scheme", u.Redacted())
-	}
-	if u.Path != "" && u.Path != "/" && u.Path != "/0" {
-		return nil, fmt.Errorf("--target %s: database %s: lock clients use database 0", u.Redacted(), strings.TrimPrefix(u.Path, "/"))
-	}
-	t.Addr = u.Host
 	if u.User != nil {
 		t.Username = u.User.Username()
 		t.Password, _ = u.User.Password()
@@ -142,6 +157,25 @@ func ParseTarget(raw string) (*TargetURL, error) {
 		t.CAFile = ca
 	}
 	return t, nil
+}
+
+// parseSentinels reads redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTER.
+func (t *TargetURL) parseSentinels(u *url.URL) error {
+	for _, hp := range strings.Split(u.Host, ",") {
+		host, port, err := net.SplitHostPort(hp)
+		if err != nil || host == "" || port == "" {
+			return fmt.Errorf("--target %s: want the sentinels as HOST:PORT,HOST:PORT after the scheme, got %q", u.Redacted(), hp)
+		}
+		t.Sentinels = append(t.Sentinels, hp)
+	}
+	t.Master = strings.Trim(u.Path, "/")
+	if t.Master == "" || strings.Contains(t.Master, "/") {
+		return fmt.Errorf("--target %s: want the name of the primary the sentinels watch after them: redis-sentinel://HOST:PORT,.../MASTER", u.Redacted())
+	}
+	if u.RawQuery != "" {
+		return fmt.Errorf("--target %s: a Sentinel target takes no options (TLS to Sentinel is not supported yet)", u.Redacted())
+	}
+	return nil
 }
 
 // security is how the harness and its clients log in to the target: both

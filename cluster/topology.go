@@ -21,7 +21,7 @@ const (
 
 // registry lists every topology. A new topology is one file with a
 // topology value and one line here.
-var registry = []*topology{&single, &sentinel, &redlock, &redisCluster, &target}
+var registry = []*topology{&single, &sentinel, &redlock, &redisCluster, &target, &targetSentinel}
 
 // Topologies lists the topologies' names, in registry order.
 var Topologies = func() []string {

@@ -26,7 +26,7 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		{[]string{"run", "--nemesis", "nosuch"}, `unknown nemesis "nosuch" (valid: clock-jump, clock-strobe, cluster-failover, delay-write, failover, kill-client, kill-node`},
 		{[]string{"run", "--nemesis", "kill-node:delay=soon"}, `option delay=soon: want a duration like 500ms or 4s (valid: delay=D, node=holder|random|NAME)`},
 		{[]string{"run", "--nemesis", "partition-primary"}, `nemesis partition-primary: topology single has no replication`},
-		{[]string{"run", "--topology", "ring"}, `unknown topology "ring" (valid: single, sentinel, redlock, cluster, target)`},
+		{[]string{"run", "--topology", "ring"}, `unknown topology "ring" (valid: single, sentinel, redlock, cluster, target, target-sentinel)`},
 		{[]string{"run", "--persistence", "rdb"}, `unknown persistence "rdb" (valid: none, aof-always)`},
 		{[]string{"run", "--ttl", "soon"}, `"soon" is not a duration`},
 		{[]string{"run", "--bogus"}, `flag provided but not defined: -bogus`},

@@ -188,7 +188,7 @@ func Defaults() Spec {
 // line with them and Command writes them back, so the two cannot drift.
 func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.Topology, "topology", s.Topology, "topology: "+strings.Join(cluster.Topologies, ", "))
-	fs.StringVar(&s.Target, "target", s.Target, "run against an existing deployment the harness did not start, through its proxies: `URL` redis://[USER:PASSWORD@]HOST:PORT or rediss://...[?ca=FILE] (password also from $"+cluster.TargetPasswordEnv+"); only client and link faults; keys get the prefix "+TargetKeyPrefix)
+	fs.StringVar(&s.Target, "target", s.Target, "run against an existing deployment the harness did not start, through its proxies: `URL` redis://[USER:PASSWORD@]HOST:PORT or rediss://...[?ca=FILE], or a Sentinel deployment redis-sentinel://[USER:PASSWORD@]HOST:PORT,HOST:PORT,.../MASTER (password also from $"+cluster.TargetPasswordEnv+"); only client and link faults; keys get the prefix "+TargetKeyPrefix)
 	fs.StringVar(&s.Backend, "backend", s.Backend, "where nodes run: "+strings.Join(cluster.Backends, ", "))
 	fs.StringVar(&s.Image, "image", s.Image, "the docker backend's node `image`, which must have redis-server on its PATH (default "+cluster.DefaultImage+", built by make docker-image)")
 	fs.StringVar(&s.Lock, "lock", s.Lock, "lock recipe and its options (redsync:tries=1), or exec for --worker-cmd: "+strings.Join(locks.Names(), ", "))

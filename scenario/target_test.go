@@ -86,9 +86,11 @@ func TestTarget(t *testing.T) {
 
 func TestTargetURLs(t *testing.T) {
 	for raw, want := range map[string]string{
-		"http://x:1":                          `scheme "http" (valid: redis, rediss)`,
+		"http://x:1":                          `scheme "http" (valid: redis, rediss, redis-sentinel)`,
 		"redis://host":                        "want HOST:PORT",
-		"redis-sentinel://a:1,b:2/m":          "sentinel deployments are not supported yet",
+		"redis-cluster://a:1,b:2":             "cluster deployments are not supported yet",
+		"redis-sentinel://a:1,b:2":            "want the name of the primary the sentinels watch",
+		"redis-sentinel://a:1,:2/m":           `want the sentinels as HOST:PORT,HOST:PORT after the scheme, got ":2"`,
 		"redis://a:1,b:2":                     "one server only",
 		"redis://a:1/3":                       "lock clients use database 0",
 		"redis://a:1?ca=/etc/hosts":           "?ca= goes with rediss://",
@@ -98,9 +100,77 @@ func TestTargetURLs(t *testing.T) {
 			t.Errorf("ParseTarget(%q) = %v, want %q", raw, err, want)
 		}
 	}
+	if u, err := cluster.ParseTarget("redis-sentinel://:pw@10.0.0.1:26379,10.0.0.2:26379/orders"); err != nil ||
+		u.Master != "orders" || len(u.Sentinels) != 2 || u.Password != "pw" || u.Addr != "" {
+		t.Errorf("a Sentinel target: %+v, %v", u, err)
+	}
 	s := spec("cad", "none", time.Second, 1)
 	s.Target, s.Topology = "redis://127.0.0.1:1", cluster.Sentinel
 	if _, err := s.Resolve(); err == nil || !strings.Contains(err.Error(), "drop --topology sentinel") {
 		t.Errorf("--target with --topology sentinel: %v", err)
+	}
+}
+
+// A Sentinel deployment the harness did not start: a primary, two replicas
+// and three sentinels this test starts as a team's would be. The run finds
+// the nodes by asking the sentinels, puts every address they announce
+// behind each client's own proxies, catches pause-client's stale write,
+// refuses the faults that would control a node, and leaves the deployment
+// running and its primary where it was.
+func TestTargetSentinel(t *testing.T) {
+	needRedis(t)
+	t.Cleanup(proc.KillAll)
+	ctx := context.Background()
+	direct := func(_, upstream string) (string, error) { return upstream, nil }
+	team, err := cluster.Start(ctx, cluster.Spec{Topology: cluster.Sentinel, Backend: cluster.BackendLocal, Dir: t.TempDir(), Link: direct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer team.Close()
+	before, err := team.Primary(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sentinels []string
+	for _, s := range team.Sentinels {
+		sentinels = append(sentinels, s.Addr())
+	}
+	url := "redis-sentinel://" + strings.Join(sentinels, ",") + "/lockharness"
+
+	s := spec("cad", "pause-client", 8*time.Second, 1)
+	s.Target = url
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.Topology != cluster.TargetSentinel || p.Cluster.Shape() != cluster.Sentinel || p.Spec.Key != TargetKeyPrefix+"lock:orders" {
+		t.Fatalf("resolved topology %q shape %q key %q: want %s, sentinel, the prefixed key", p.Spec.Topology, p.Cluster.Shape(), p.Spec.Key, cluster.TargetSentinel)
+	}
+	out, err := RunSpec(ctx, s, Options{Store: t.TempDir(), WorkerBin: workerBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAnomaly(t, out.Results, checker.StaleWrite)
+	if prov := out.Results.Provenance; prov == nil || len(prov.Servers) != 6 {
+		t.Errorf("provenance servers %v, want the 3 nodes and 3 sentinels the sentinels named", prov)
+	}
+	for _, n := range team.Servers() {
+		if !n.Running() {
+			t.Errorf("%s of the deployment is not running after the run", n.Name())
+		}
+	}
+	if after, err := team.Primary(ctx, ""); err != nil || after.Name() != before.Name() {
+		t.Errorf("the deployment's primary after the run: %v, %v; want %s", after, err, before.Name())
+	}
+
+	for _, nemesis := range []string{"kill-node", "pause-node", "partition-primary", "failover", "clock-jump"} {
+		s.Nemesis = nemesis
+		if _, err := s.Resolve(); err == nil || !strings.Contains(err.Error(), "topology "+cluster.TargetSentinel+" has no") {
+			t.Errorf("--nemesis %s with a Sentinel --target: %v, want a refusal", nemesis, err)
+		}
+	}
+	s.Nemesis, s.Target = "none", "redis-sentinel://"+strings.Join(sentinels, ",")+"/nosuchmaster"
+	if _, err := RunSpec(ctx, s, Options{Store: t.TempDir(), WorkerBin: workerBin}); err == nil || !strings.Contains(err.Error(), `knows no primary named "nosuchmaster"`) {
+		t.Errorf("an unknown master name: %v", err)
 	}
 }

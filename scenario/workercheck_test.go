@@ -77,13 +77,19 @@ p.stdin.close(); sys.exit(p.wait())' ` + workerBin + " worker --lock cad"
 	}
 }
 
-// The reference worker writes to PostgreSQL itself: checked there too.
+// The reference worker runs on single and on sentinel (through redis-py's
+// Sentinel client, dialling through dial), and writes to PostgreSQL
+// itself: checked in every one of those.
 func TestWorkerCheckTheReferenceWorker(t *testing.T) {
 	needRedisPy(t)
 	needPostgres(t)
 	sessions := checkWorker(t, RedisPyWorker)
-	if len(sessions) != 3 {
-		t.Fatalf("%d sessions, want single and the two database sessions", len(sessions))
+	var names []string
+	for _, s := range sessions {
+		names = append(names, s.Name())
+	}
+	if want := "single; sentinel; single + postgres inventory; single + postgres jobs"; strings.Join(names, "; ") != want {
+		t.Fatalf("sessions %q, want %q", strings.Join(names, "; "), want)
 	}
 	for _, s := range sessions {
 		if !s.Report.OK() {

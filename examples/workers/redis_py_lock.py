@@ -4,7 +4,17 @@
 Run by the harness as `--lock exec --worker-cmd '/usr/bin/python3
 examples/workers/redis_py_lock.py'`; docs/worker-protocol.md is the protocol.
 Nothing of the lock is reimplemented: acquire, release and extend are the
-library's own calls. With psycopg2 installed (Debian's python3-psycopg2) it
+library's own calls.
+
+It runs on single, and on sentinel through redis-py's own Sentinel client
+(`Sentinel(...).master_for(...)`): the sentinels answer with the nodes'
+own addresses, which the worker maps through the hello's `dial` to its own
+proxies (`DialingSentinel.discover_master`), so that every fault on its
+links reaches it. It does not announce cluster: redis-py 4.3's RedisCluster
+has no way to map the addresses the nodes announce (`address_remap` came in
+redis-py 4.6), so it would dial the nodes past the harness's proxies.
+
+With psycopg2 installed (Debian's python3-psycopg2) it
 also writes to the run's PostgreSQL itself when the hello names one
 (--resource postgres): the inventory's plain decrement (redis-py's Lock
 hands out no fencing token) or the jobs workload's done rows.
@@ -28,19 +38,47 @@ def send(**msg):
 
 
 hello = json.loads(sys.stdin.readline())
-send(kind="ready", protocol=1, name="redis-py-lock", version=redis.__version__, extend=True, topologies=["single"],
+send(kind="ready", protocol=1, name="redis-py-lock", version=redis.__version__, extend=True, topologies=["single", "sentinel"],
      writes=["postgres"] if psycopg2 else [])
 if hello.get("probe") or hello.get("protocol") != 1:
     sys.exit(0)  # a probe wants only the ready line; a mismatch the harness refuses
 
-host, port = hello["nodes"][0].rsplit(":", 1)
 timeout = hello["op_timeout_ms"] / 1000
-conn = dict(host=host, port=int(port), socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False)
+conn = dict(socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False)
 if hello.get("auth"):
     conn.update(username=hello["auth"]["username"], password=hello["auth"]["password"])
 if hello.get("tls"):
     conn.update(ssl=True, ssl_ca_certs=hello["tls"].get("ca_file") or None, ssl_cert_reqs=ssl.CERT_REQUIRED)
-client = redis.Redis(**conn)
+dial = hello.get("dial") or {}
+
+
+def address(addr):
+    host, port = addr.rsplit(":", 1)
+    return host, int(port)
+
+
+def through(host, port):
+    """The address to dial for a node the servers announce as host:port:
+    this client's own proxy for it (the hello's dial)."""
+    return address(dial.get("%s:%s" % (host, port), "%s:%s" % (host, port)))
+
+
+if hello["topology"] == "sentinel":
+    from redis.sentinel import Sentinel
+
+    class DialingSentinel(Sentinel):
+        """redis-py's Sentinel, asking for the primary as it does, and
+        dialling the address the sentinels name through this client's
+        proxy for that node."""
+
+        def discover_master(self, service_name):
+            return through(*Sentinel.discover_master(self, service_name))
+
+    sentinels = [address(a) for a in hello["sentinel"]["addrs"]]
+    client = DialingSentinel(sentinels, sentinel_kwargs=dict(conn)).master_for(hello["sentinel"]["master"], **conn)
+else:
+    host, port = address(hello["nodes"][0])
+    client = redis.Redis(host=host, port=port, **conn)
 held = {}  # key -> (token, redis.lock.Lock)
 
 database = hello.get("database")
