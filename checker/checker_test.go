@@ -224,7 +224,7 @@ func TestForeignRelease(t *testing.T) {
 		h.release(0, key, "A", 1500, 1502, ok)
 		f := finding(t, h.check(t, Options{}), ForeignRelease)
 		mentions(t, f.Narrative,
-			"1.500 s client 0 (process 0) released lock:a token A (ok), but that lease had expired by 1.005 s",
+			"1.500 s client 0 (process 0) released lock:a token A (ok), but that lease, granted to client 0 (process 0), had expired by 1.005 s (ttl 1000 ms from its grant at 0.005 s)",
 			"the latest grant of lock:a before then was token B to client 1 (process 1) at 1.105 s")
 		if len(f.Events) != 6 {
 			t.Errorf("events %v, want both acquires and the release", f.Events)

@@ -63,8 +63,10 @@ type lease struct {
 	// release is the first release of the lease after its grant, if any.
 	release *history.Op
 	// hi is when the lease had certainly expired on the server (slack
-	// included; forever when an extend of unknown outcome may have landed).
-	hi int64
+	// included; forever when an extend of unknown outcome may have landed);
+	// hiBy is the extend whose answer set it, nil when the grant's did.
+	hi   int64
+	hiBy *history.Op
 	// mayEnd is when the lease was certainly over, on the server or by
 	// its release: hi, or sooner the answer of a release that succeeded
 	// with no extend of the token sent after it; forever for a lease
@@ -241,7 +243,7 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, for
 	if c.horizon > 0 && l.certEnd > c.horizon {
 		l.certEnd, l.certBy, l.byHorizon = c.horizon, nil, true
 	}
-	l.hi = history.Plus(hi, c.slack)
+	l.hi, l.hiBy = history.Plus(hi, c.slack), hiBy
 	l.mayEnd = l.hi
 	if c.unseen != nil && c.unseen[acq.TokenID] {
 		l.mayEnd = history.Forever
@@ -337,6 +339,23 @@ func (c *checker) certainUntil(l *lease) string {
 	return s + ")"
 }
 
+// expiredBy is "expired by 2.577 s (ttl 1000 ms from its grant at
+// 1.575 s, plus 0.002 s slack)": the bound with what it rests on, each time
+// one the finding's events show (the grant's answer, or the answer of the
+// extend that set it: hiBy, which the finding must include).
+func (c *checker) expiredBy(hi int64, hiBy, acq *history.Op) string {
+	s := "expired by " + history.Secs(hi)
+	if hiBy == nil {
+		s += fmt.Sprintf(" (ttl %d ms from its grant at %s", acq.TTLMs, history.Secs(acq.DoneT))
+	} else {
+		s += fmt.Sprintf(" (%d ms from its extend answered at %s", extendTTL(hiBy, acq)/1e6, history.Secs(hiBy.DoneT))
+	}
+	if c.slack > 0 {
+		s += fmt.Sprintf(", plus %.3f s slack", float64(c.slack)/1e9)
+	}
+	return s + ")"
+}
+
 func (c *checker) reportForeign(f foreignUse) {
 	u := f.use
 	verb := "released"
@@ -349,12 +368,8 @@ func (c *checker) reportForeign(f foreignUse) {
 		narrative += ", but no acquire of that token appears in the history"
 	case f.acq.Type == history.Fail:
 		narrative += fmt.Sprintf(", but its acquire at %s failed: the token was never granted", history.Secs(f.acq.InvT))
-	case f.hiBy == nil:
-		narrative += fmt.Sprintf(", but that lease had expired by %s (granted to %s at %s with ttl %d ms)",
-			history.Secs(f.hi), who(f.acq), history.Secs(f.acq.DoneT), f.acq.TTLMs)
 	default:
-		narrative += fmt.Sprintf(", but that lease had expired by %s (granted to %s at %s, last extended at %s for %d ms)",
-			history.Secs(f.hi), who(f.acq), history.Secs(f.acq.DoneT), history.Secs(f.hiBy.InvT), extendTTL(f.hiBy, f.acq)/1e6)
+		narrative += fmt.Sprintf(", but that lease, granted to %s, had %s", who(f.acq), c.expiredBy(f.hi, f.hiBy, f.acq))
 	}
 	ps := positions(f.acq, f.hiBy, u)
 	if other := c.holderAt(u.Key, u.InvT, f.acq); other != nil {

@@ -108,9 +108,9 @@ func (c *checker) auditExpiredWrites(accepted []*history.Op) {
 		if c.opts.Tables != nil {
 			accepted = "it sent the write the database accepted"
 		}
-		narrative := fmt.Sprintf("%s %s acquired %s; its lease had certainly expired by %s; %s %s (stored %s)%s, %s after that",
-			history.Secs(g.DoneT), who(g), grantee(g), history.Secs(l.hi), history.Secs(at), accepted, value(w.Stored), c.where(w), history.Secs(at-l.hi))
-		c.report(ExpiredWrite, w.Key, positions(g, w), narrative)
+		narrative := fmt.Sprintf("%s %s acquired %s; its lease had certainly %s; %s %s (stored %s)%s, %s after that",
+			history.Secs(g.DoneT), who(g), grantee(g), c.expiredBy(l.hi, l.hiBy, g), history.Secs(at), accepted, value(w.Stored), c.where(w), history.Secs(at-l.hi))
+		c.report(ExpiredWrite, w.Key, positions(g, l.hiBy, w), narrative)
 	}
 	if excused > 0 && c.horizon == 0 {
 		c.note("%s accepted after the writer's lease had expired: the resource checked each one's fence and found it no lower than any it had accepted before on the key, so the fence kept the holders' writes in order and none is an expired-write",

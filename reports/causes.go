@@ -20,23 +20,38 @@ func Causes(events []history.Event, f checker.Finding) []string {
 	return analyse(events).causes(f)
 }
 
-func (a *analysis) causes(f checker.Finding) []string {
-	from, to, ok := a.span(f)
-	if !ok {
-		return nil
-	}
-	ops := a.findingOps(f)
+// leasesOf are the leases of ops, in order.
+func (a *analysis) leasesOf(ops []int) []*leaseInfo {
 	var leases []*leaseInfo
 	for _, o := range ops {
 		if l := a.leaseOf[o]; l != nil {
 			leases = append(leases, l)
 		}
 	}
-	// The finding's reach: its events and the leases it involves, as their
-	// clients believed them.
-	for _, l := range leases {
+	return leases
+}
+
+// reach is how far a finding's page tells it: its events and the leases it
+// involves, as their clients believed them. The causes speak of what
+// happened within it, and the story shows every fault within it, so that a
+// cause never names a fault the story leaves out.
+func (a *analysis) reach(f checker.Finding) (from, to time.Duration, ok bool) {
+	if from, to, ok = a.span(f); !ok {
+		return from, to, false
+	}
+	for _, l := range a.leasesOf(a.findingOps(f)) {
 		from, to = min(from, l.Start), max(to, l.End)
 	}
+	return from, to, true
+}
+
+func (a *analysis) causes(f checker.Finding) []string {
+	from, to, ok := a.reach(f)
+	if !ok {
+		return nil
+	}
+	ops := a.findingOps(f)
+	leases := a.leasesOf(ops)
 	var out []string
 	explained := map[int]bool{} // bands a sentence already tells
 	for _, l := range leases {

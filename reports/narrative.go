@@ -39,7 +39,7 @@ func Story(events []history.Event, f checker.Finding) []StoryLine {
 }
 
 func (a *analysis) story(f checker.Finding) []StoryLine {
-	from, to, ok := a.span(f)
+	from, to, ok := a.reach(f)
 	if !ok {
 		return nil
 	}

@@ -1,0 +1,121 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+// Every sentence a page says of a finding (its narrative and its causes)
+// names only what the finding's own story shows: each time, node, client
+// and lease token it names is one the story's lines name too, so that a
+// reader can hold the sentence against the table beneath it. Checked over
+// every recorded run in testdata/runs and every finding in them.
+func TestEverySentenceRestsOnItsFindingsEvents(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("..", "testdata", "runs", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no recorded runs: %v", err)
+	}
+	named := map[string]*regexp.Regexp{
+		"time":   regexp.MustCompile(`\b\d+\.\d{3} s\b`),
+		"node":   regexp.MustCompile(`\b[ns]\d+\b`),
+		"client": regexp.MustCompile(`\bclient \d+\b`),
+		"token":  regexp.MustCompile(`\bc\d+-\d+-[0-9a-f]{8}\b`),
+	}
+	sentences, findings := 0, 0
+	for _, dir := range dirs {
+		events, err := history.ReadFile(filepath.Join(dir, "history.jsonl.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables, err := history.ReadTables(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, statErr := os.Stat(filepath.Join(dir, history.TablesFile))
+		res, err := checker.Check(events, checker.Options{Slack: DefaultSlack, Tables: tables, Database: statErr == nil})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := analyse(events)
+		for i, f := range res.Findings {
+			findings++
+			var shown []string
+			for _, l := range a.story(f) {
+				shown = append(shown, l.String())
+			}
+			table := strings.Join(shown, "\n")
+			says := append([]string{f.Narrative}, a.causes(f)...)
+			for _, s := range says {
+				sentences++
+				derived, err := derivedTimes(s)
+				if err != nil {
+					t.Errorf("%s finding %d (%s): %v in\n  %s", filepath.Base(dir), i+1, f.Anomaly, err, s)
+				}
+				for kind, re := range named {
+					for _, word := range re.FindAllString(s, -1) {
+						if kind == "time" && derived[word] {
+							continue
+						}
+						if !strings.Contains(table, word) {
+							t.Errorf("%s finding %d (%s): the %s %q in\n  %s\nis not in its story:\n  %s", filepath.Base(dir), i+1, f.Anomaly, kind, word, s, strings.ReplaceAll(table, "\n", "\n  "))
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d sentences of %d findings in %d recorded runs", sentences, findings, len(dirs))
+}
+
+// A bound a sentence derives from an event it names, with the derivation
+// beside it: "certainly held until 4.552 s (ttl 2000 ms from its invoke at
+// 2.554 s, less 0.002 s slack)", "expired by 2.577 s (ttl 1000 ms from its
+// grant at 1.575 s, plus 0.002 s slack)", "(release asked at 5.356 s)",
+// and the "0.910 s after that" that follows an expiry.
+var (
+	derivation = regexp.MustCompile(`(?:until|by) (\d+\.\d{3}) s \((?:ttl (\d+) ms from its (?:invoke|grant) at|(\d+) ms from its extend answered at|extended at|release asked at) (\d+\.\d{3}) s(?: for (\d+) ms)?(?:, (less|plus) (\d+\.\d{3}) s slack)?\)`)
+	afterThat  = regexp.MustCompile(`expired by (\d+\.\d{3}) s \([^)]*\); (\d+\.\d{3}) s [^;]*?, (\d+\.\d{3}) s after that`)
+)
+
+// derivedTimes checks the arithmetic of every bound a sentence derives and
+// returns the times so derived, which need not be in the story: the
+// events they rest on must be.
+func derivedTimes(s string) (map[string]bool, error) {
+	num := func(v string) float64 { f, _ := strconv.ParseFloat(v, 64); return f }
+	out := map[string]bool{}
+	for _, m := range derivation.FindAllStringSubmatch(s, -1) {
+		bound, base := num(m[1]), num(m[4])
+		ms := num(m[2]) + num(m[3]) + num(m[5])
+		slack := num(m[7])
+		if m[6] == "less" {
+			slack = -slack
+		}
+		if want := base + ms/1000 + slack; math.Abs(want-bound) > 0.0015 {
+			return out, fmt.Errorf("%q: %s s is not %.3f s", m[0], m[1], want)
+		}
+		out[m[1]+" s"] = true
+		if m[7] != "" {
+			if d := time.Duration(num(m[7]) * float64(time.Second)); d.Round(time.Millisecond) != DefaultSlack {
+				return out, fmt.Errorf("%q: slack %s s is not the checker's %v", m[0], m[7], DefaultSlack)
+			}
+			out[m[7]+" s"] = true
+		}
+	}
+	for _, m := range afterThat.FindAllStringSubmatch(s, -1) {
+		if want := num(m[2]) - num(m[1]); math.Abs(want-num(m[3])) > 0.0015 {
+			return out, fmt.Errorf("%q: %s s after %s s is %.3f s, not %s s", m[0], m[2], m[1], want, m[3])
+		}
+		out[m[3]+" s"] = true
+	}
+	return out, nil
+}
