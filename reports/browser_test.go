@@ -71,7 +71,7 @@ func TestTimelineHTMLInBrowser(t *testing.T) {
 		tip = tip[:end]
 	}
 	t.Logf("hover: %s", tip)
-	for _, want := range []string{"<b>token</b> a0", "<b>node</b> n1 (primary)", "in #1 double-grant"} {
+	for _, want := range []string{"<b>token</b> a0", "<b>found on</b> n1 (primary)", "in #1 double-grant"} {
 		if !strings.Contains(tip, want) {
 			t.Errorf("the hover shows %q, lacking %q", tip, want)
 		}

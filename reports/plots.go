@@ -97,9 +97,9 @@ var (
 		history.Info: {R: 255, G: 127, B: 14, A: 70},
 	}
 
-	// Fault colours avoid red (anomalies) and green (ok).
+	// Fault colours avoid red (anomalies), green (ok) and orange (an
+	// info answer, an unknown acquire).
 	faultPalette = []color.NRGBA{
-		{R: 255, G: 165, B: 0, A: 70},
 		{R: 148, G: 103, B: 189, A: 70},
 		{R: 23, G: 190, B: 207, A: 70},
 		{R: 188, G: 189, B: 34, A: 80},

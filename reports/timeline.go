@@ -170,7 +170,9 @@ func timelineOf(a *analysis, res Results) Timeline {
 	for c := range clients {
 		l := Lane{Client: c, Label: fmt.Sprintf("client %d", c), Final: final[c]}
 		if l.Final {
-			l.Label += " (final)"
+			// The client of the liveness check after the heal: its lane
+			// says so, and the legend what it is.
+			l.Label = fmt.Sprintf("final check (client %d)", c)
 		}
 		t.Lanes = append(t.Lanes, l)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"image/color"
 	"io"
 	"strings"
 	"time"
@@ -17,20 +18,53 @@ const TimelineHTMLMaxOps = 100_000
 // timelinePage is the data timeline.html draws, as its script reads it
 // (short keys: a soak's page carries a hundred thousand operations).
 type timelinePage struct {
-	Title     string            `json:"title"`
-	End       float64           `json:"end"`
-	Lanes     []htmlLane        `json:"lanes"`
-	Ops       []htmlOp          `json:"ops"`
-	Leases    []htmlLease       `json:"leases"`
-	Faults    []htmlFault       `json:"faults"`
-	Anomalies []htmlAnomaly     `json:"anomalies"`
-	Note      string            `json:"note,omitempty"`
-	Colors    map[string]string `json:"colors"`
+	Title string     `json:"title"`
+	End   float64    `json:"end"`
+	Lanes []htmlLane `json:"lanes"`
+	// AnomalyRows are the anomaly kinds, one row each above the lanes, in
+	// report order, as timeline.png lays them out.
+	AnomalyRows []string      `json:"anomalyRows"`
+	Ops         []htmlOp      `json:"ops"`
+	Leases      []htmlLease   `json:"leases"`
+	Writes      []htmlWrite   `json:"writes"`
+	Faults      []htmlFault   `json:"faults"`
+	Anomalies   []htmlAnomaly `json:"anomalies"`
+	Note        string        `json:"note,omitempty"`
+	// Colors are the operations' answers', FaultColors each fault's (the
+	// PNG's palette), Legend what the page's key shows.
+	Colors      map[string]string `json:"colors"`
+	FaultColors map[string]string `json:"faultColors"`
+	Legend      []htmlKey         `json:"legend"`
+	// Probed: the run looked for where its grants lived (more than one
+	// node), so a lease with no node was not found in time.
+	Probed bool `json:"probed,omitempty"`
 }
 
 type htmlLane struct {
 	Client int    `json:"c"`
 	Label  string `json:"label"`
+	Final  bool   `json:"final,omitempty"`
+}
+
+// htmlWrite is a protected write, drawn on its client's lane as the PNG
+// draws it (Status: accepted, rejected, stale, refused, unknown).
+type htmlWrite struct {
+	Client  int     `json:"c"`
+	Process string  `json:"p"`
+	At      float64 `json:"s"`
+	Status  string  `json:"st"`
+	Fence   int64   `json:"fe,omitempty"`
+	Token   string  `json:"t,omitempty"`
+	Event   int     `json:"ev"`
+}
+
+// htmlKey is one entry of the page's key: a box of a colour, an outlined
+// box, or a write's mark (Mark is its status).
+type htmlKey struct {
+	Label   string `json:"label"`
+	Color   string `json:"color,omitempty"`
+	Outline string `json:"outline,omitempty"`
+	Mark    string `json:"mark,omitempty"`
 }
 
 // htmlOp is one operation: times in seconds; End is null while unfinished.
@@ -81,6 +115,8 @@ type htmlAnomaly struct {
 	Anomaly string  `json:"a"`
 	Start   float64 `json:"s"`
 	End     float64 `json:"e"`
+	// Narrative is the finding's, for the tooltip.
+	Narrative string `json:"n,omitempty"`
 }
 
 // WriteTimelineHTML writes timeline.html: the timeline as a page of its
@@ -88,12 +124,22 @@ type htmlAnomaly struct {
 // hover and zooms on a window. #e<index> in its address opens the
 // operation or lease of that history event, as a hover would.
 func WriteTimelineHTML(w io.Writer, name string, a *analysis, t Timeline, res Results) error {
-	p := timelinePage{Title: name, End: t.End.Seconds(), Colors: map[string]string{}}
+	p := timelinePage{Title: name, End: t.End.Seconds(), Colors: map[string]string{}, FaultColors: map[string]string{},
+		AnomalyRows: anomalyOrder(t.RedSpans), Probed: hasNodes(t)}
 	for oc, c := range outcomeColor {
-		p.Colors[oc] = fmt.Sprintf("rgb(%d,%d,%d)", c.R, c.G, c.B)
+		p.Colors[oc] = cssColor(c, 1)
 	}
+	colors := faultColors(t.Bands)
+	for f, c := range colors {
+		p.FaultColors[f] = cssColor(c, 1)
+	}
+	p.Legend = htmlLegend(t, colors)
 	for _, l := range t.Lanes {
-		p.Lanes = append(p.Lanes, htmlLane{Client: l.Client, Label: l.Label})
+		p.Lanes = append(p.Lanes, htmlLane{Client: l.Client, Label: l.Label, Final: l.Final})
+	}
+	for _, w := range t.Writes {
+		p.Writes = append(p.Writes, htmlWrite{Client: w.Client, Process: w.Process.String(), At: w.At.Seconds(), Status: w.Status,
+			Fence: w.Fence, Token: w.Token, Event: w.Event})
 	}
 	// Which findings each op belongs to, as "#n anomaly".
 	in := map[int][]string{}
@@ -105,7 +151,11 @@ func WriteTimelineHTML(w io.Writer, name string, a *analysis, t Timeline, res Re
 	}
 	for _, s := range t.RedSpans {
 		if s.Client < 0 {
-			p.Anomalies = append(p.Anomalies, htmlAnomaly{Label: s.Label, Anomaly: s.Anomaly, Start: s.Start.Seconds(), End: s.End.Seconds()})
+			an := htmlAnomaly{Label: s.Label, Anomaly: s.Anomaly, Start: s.Start.Seconds(), End: s.End.Seconds()}
+			if s.Finding >= 0 && s.Finding < len(res.Checker.Findings) {
+				an.Narrative = res.Checker.Findings[s.Finding].Narrative
+			}
+			p.Anomalies = append(p.Anomalies, an)
 		}
 	}
 	keep, note := a.opsToDraw(t, in)
@@ -153,6 +203,54 @@ func WriteTimelineHTML(w io.Writer, name string, a *analysis, t Timeline, res Re
 		Title string
 		Data  template.JS
 	}{name, template.JS(safeJSON(data))})
+}
+
+// cssColor is c as CSS at the opacity alpha: the PNG's fills carry the
+// opacities of overlays drawn on an image, and the page picks its own.
+func cssColor(c color.NRGBA, alpha float64) string {
+	return fmt.Sprintf("rgba(%d,%d,%d,%g)", c.R, c.G, c.B, alpha)
+}
+
+// htmlLegend is the page's key: what timeline.png's legend shows, from the
+// same tests of what the timeline holds, and the answers of the
+// operations, which only the page draws.
+func htmlLegend(t Timeline, colors map[string]color.NRGBA) []htmlKey {
+	keys := []htmlKey{{Label: "lease, acquire to release", Color: cssColor(leaseFill, 1)}}
+	if hasPastValid(t) {
+		keys = append(keys, htmlKey{Label: "believed past its validity", Color: cssColor(leaseFill, 0.35)})
+	}
+	if hasFinal(t) {
+		keys = append(keys, htmlKey{Label: "final check's lease (the liveness check after the heal)", Color: cssColor(finalFill, 1)})
+	}
+	for _, oc := range []string{AnswerOK, AnswerBusy, AnswerFail, AnswerInfo} {
+		keys = append(keys, htmlKey{Label: "operation: " + answerLegend[oc], Color: cssColor(outcomeColor[oc], 1)})
+	}
+	present := map[string]bool{}
+	for _, w := range t.Writes {
+		present[w.Status] = true
+	}
+	for _, st := range []string{WriteAccepted, WriteRejected, WriteStale, WriteRefused, WriteUnknown} {
+		if present[st] {
+			keys = append(keys, htmlKey{Label: writeLegend[st], Mark: st})
+		}
+	}
+	if len(t.RedSpans) > 0 {
+		keys = append(keys, htmlKey{Label: "anomaly (#n as on the page)", Color: cssColor(red, 1)},
+			htmlKey{Label: "lease in an anomaly", Color: cssColor(leaseFill, 1), Outline: cssColor(red, 1)})
+	}
+	seen := map[string]bool{}
+	for _, b := range t.Bands {
+		if seen[b.Fault] {
+			continue
+		}
+		seen[b.Fault] = true
+		if b.Observed {
+			keys = append(keys, htmlKey{Label: "seen: " + b.Fault, Color: cssColor(observedColor(colors[b.Fault]), 1)})
+		} else {
+			keys = append(keys, htmlKey{Label: "fault: " + b.Fault, Color: cssColor(colors[b.Fault], 0.85)})
+		}
+	}
+	return keys
 }
 
 // safeJSON keeps JSON from closing the script element it is embedded in.

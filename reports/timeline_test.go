@@ -1,7 +1,9 @@
 package reports
 
 import (
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +19,7 @@ func TestTimelineLanesLeasesAndWrites(t *testing.T) {
 	for _, l := range tl.Lanes {
 		labels = append(labels, l.Label)
 	}
-	if want := []string{"client 0", "client 1", "client 2", "client 3 (final)"}; !reflect.DeepEqual(labels, want) {
+	if want := []string{"client 0", "client 1", "client 2", "final check (client 3)"}; !reflect.DeepEqual(labels, want) {
 		t.Errorf("lanes %q, want %q", labels, want)
 	}
 	if tl.End != sec(3.602) {
@@ -186,6 +188,63 @@ func TestRateBinsGrowWithTheRun(t *testing.T) {
 		events := []history.Event{{Index: 0, Time: int64(c.end), Type: history.Invoke, F: history.Acquire}}
 		if got := RateData(events).Bin; got != c.bin {
 			t.Errorf("a %v run: bins of %v, want %v", c.end, got, c.bin)
+		}
+	}
+}
+
+// timeline.html draws what timeline.png draws: a row per anomaly kind, the
+// stale write's mark, the final check's lane named as what it is, every
+// fault in a colour of its own that no answer has, and a key that holds
+// the PNG legend's entries for what the timeline shows.
+func TestTimelineHTMLDrawsWhatThePNGDraws(t *testing.T) {
+	events, res := pausedHolder()
+	a := analyse(events)
+	tl := TimelineData(events, res)
+	var b strings.Builder
+	if err := WriteTimelineHTML(&b, "x", a, tl, res); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	start := strings.Index(page, `<script id="data" type="application/json">`) + len(`<script id="data" type="application/json">`)
+	end := strings.Index(page[start:], "</script>")
+	var data timelinePage
+	if err := json.Unmarshal([]byte(page[start:start+end]), &data); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(data.AnomalyRows, ","); got != "double-grant,stale-write" {
+		t.Errorf("anomaly rows %q, want one per kind", got)
+	}
+	stale := 0
+	for _, w := range data.Writes {
+		if w.Status == WriteStale {
+			stale++
+		}
+	}
+	if stale != 1 {
+		t.Errorf("%d stale-write marks, want 1: %+v", stale, data.Writes)
+	}
+	lanes := map[string]bool{}
+	for _, l := range data.Lanes {
+		lanes[l.Label] = l.Final
+	}
+	if !lanes["final check (client 3)"] {
+		t.Errorf("lanes %v: the final check's lane is not named for what it is", lanes)
+	}
+	for f, c := range data.FaultColors {
+		for oc, ac := range data.Colors {
+			if c == ac {
+				t.Errorf("fault %s is drawn in the colour of a %s answer (%s)", f, oc, c)
+			}
+		}
+	}
+	var keys []string
+	for _, k := range data.Legend {
+		keys = append(keys, k.Label)
+	}
+	legend := strings.Join(keys, "; ")
+	for _, want := range []string{"believed past its validity", "final check's lease", "stale write", "write rejected (fence)", "anomaly (#n as on the page)", "fault: pause-client", "fault: kill-node", "operation: info (timeout, unknown)"} {
+		if !strings.Contains(legend, want) {
+			t.Errorf("the key lacks %q: %s", want, legend)
 		}
 	}
 }
