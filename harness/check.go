@@ -44,10 +44,12 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 			"everything is written.")
 	}
 	timeout := c.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
-	single := new(bool)
+	single, summary, png := new(bool), new(bool), new(string)
 	out := new(string)
 	if render {
 		single = c.Bool("single-file", false, "also write DIR/"+reports.SingleFile+": the page with its plots inside it, one file to paste into a review")
+		summary = c.Bool("summary", false, "print only the run in three lines fit for a slide (index.html shows them first): what was tested, what broke and its first cause, and the remedy a catalog row shows for that cause, if one does")
+		png = c.String("png", "", "also write to `FILE` the timeline of the moments around the first anomaly, as one image")
 	} else {
 		out = c.String("out", "", "write results.json and linear.html into `DIR` (made if missing); default: PATH's directory when it is a run directory")
 	}
@@ -129,6 +131,25 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 			fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 			return exitHarness
 		}
+	}
+	if *png != "" {
+		from, to, err := reports.WriteAnomalyPNG(dir, *png)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness %s: --png: %v\n", name, err)
+			return exitHarness
+		}
+		defer fmt.Fprintf(human, "  image       %s (the timeline from %.3f s to %.3f s, around anomaly #1)\n", *png, from.Seconds(), to.Seconds())
+	}
+	if *summary {
+		t, err := reports.ReadTakeaway(dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness %s: --summary: %v\n", name, err)
+			return exitHarness
+		}
+		for _, l := range t.Lines() {
+			fmt.Fprintln(human, l)
+		}
+		return res.Valid.ExitCode()
 	}
 	reports.Summary(human, "lockharness "+name+" "+histPath, specLine(res), res, cmp.Or(into, dir))
 	switch {

@@ -45,24 +45,53 @@ func (a *analysis) reach(f checker.Finding) (from, to time.Duration, ok bool) {
 	return from, to, true
 }
 
+// Cause kinds: what made a finding possible, as the rules that tell it
+// name it. A catalog row may show a remedy for a kind (Remedies).
+const (
+	CauseUnreplicated  = "unreplicated"    // a replica promoted without the grant
+	CauseEmptyRestart  = "empty-restart"   // a node that held the lease restarted empty
+	CauseFenceWentBack = "fence-went-back" // the fence counter went back
+	CauseClockMoved    = "clock-moved"     // a node's clock moved under a lease
+	CauseFrozenClient  = "frozen-client"   // a client frozen past its lease
+	CauseWrongRefusal  = "wrong-refusal"   // the resource refused the legitimate holder
+	CauseNoGrant       = "no-grant"        // a grant while no node could give it
+	CauseFaults        = "faults"          // no rule explains it: the faults around it
+)
+
+// Cause is one sentence of what made a finding possible, and its kind.
+type Cause struct{ Kind, Text string }
+
 func (a *analysis) causes(f checker.Finding) []string {
+	var out []string
+	for _, c := range a.typedCauses(f) {
+		out = append(out, c.Text)
+	}
+	return out
+}
+
+func (a *analysis) typedCauses(f checker.Finding) []Cause {
 	from, to, ok := a.reach(f)
 	if !ok {
 		return nil
 	}
 	ops := a.findingOps(f)
 	leases := a.leasesOf(ops)
-	var out []string
+	var out []Cause
+	add := func(kind string, texts []string) {
+		for _, t := range texts {
+			out = append(out, Cause{kind, t})
+		}
+	}
 	explained := map[int]bool{} // bands a sentence already tells
 	for _, l := range leases {
-		out = append(out, a.unreplicated(l, explained)...)
+		add(CauseUnreplicated, a.unreplicated(l, explained))
 	}
-	out = append(out, a.emptyRestarts(leases, from, to, explained)...)
-	out = append(out, a.fenceWentBack(ops)...)
-	out = append(out, a.clockMoves(from, to, explained)...)
-	out = append(out, a.frozenClients(ops, from, to, explained)...)
-	out = append(out, a.wrongRefusal(f, ops)...)
-	out = append(out, a.grantFromNowhere(f, ops, explained)...)
+	add(CauseEmptyRestart, a.emptyRestarts(leases, from, to, explained))
+	add(CauseFenceWentBack, a.fenceWentBack(ops))
+	add(CauseClockMoved, a.clockMoves(from, to, explained))
+	add(CauseFrozenClient, a.frozenClients(ops, from, to, explained))
+	add(CauseWrongRefusal, a.wrongRefusal(f, ops))
+	add(CauseNoGrant, a.grantFromNowhere(f, ops, explained))
 	if len(out) > 0 {
 		return out
 	}
@@ -74,7 +103,7 @@ func (a *analysis) causes(f checker.Finding) []string {
 		if b.Detail != "" {
 			s += ": " + b.Detail
 		}
-		out = append(out, s)
+		out = append(out, Cause{CauseFaults, s})
 	}
 	return out
 }

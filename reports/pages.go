@@ -125,7 +125,9 @@ type indexPage struct {
 	Spec     []keyValue
 	// Ran is the provenance: the lock as it named itself, the harness,
 	// the servers, the library.
-	Ran      []keyValue
+	Ran []keyValue
+	// Takeaway is the run in three lines, shown first.
+	Takeaway Takeaway
 	Command  string
 	Checks   []keyValue
 	Stats    []statRow
@@ -261,6 +263,7 @@ func newIndexPage(dir string, res Results, a *analysis, tables *history.Tables) 
 		}
 	}
 	p.Ran = provenancePairs(res.Provenance)
+	p.Takeaway = takeaway(res, a)
 	p.Headline = headline(res)
 	first := map[string]int{}
 	for i, f := range res.Checker.Findings {

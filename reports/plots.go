@@ -122,7 +122,7 @@ func WriteTimelinePNG(w io.Writer, t Timeline) error {
 		ticks = append(ticks, plot.Tick{Value: rows.y(i), Label: name})
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	setX(p, t.End)
+	setXFrom(p, t.Start, t.End)
 	colors := faultColors(t.Bands)
 	// The data area is the image less the legend and the lane labels.
 	dense := acceptedTooDense(t, plotWidth-legendWidth-vg.Inch)
@@ -795,8 +795,12 @@ func newPlot(title string) *plot.Plot {
 	return p
 }
 
-func setX(p *plot.Plot, end time.Duration) {
-	p.X.Min, p.X.Max = 0, math.Max(end.Seconds()*1.01, 0.001)
+func setX(p *plot.Plot, end time.Duration) { setXFrom(p, 0, end) }
+
+// setXFrom is setX for a window of the run that starts at start.
+func setXFrom(p *plot.Plot, start, end time.Duration) {
+	p.X.Min = start.Seconds()
+	p.X.Max = math.Max(start.Seconds()+(end-start).Seconds()*1.01, start.Seconds()+0.001)
 	p.X.Tick.Marker = secondTicks{}
 }
 
@@ -942,8 +946,12 @@ func hasPastValid(t Timeline) bool {
 }
 
 func hasFinal(t Timeline) bool {
+	final := map[int]bool{}
 	for _, l := range t.Lanes {
-		if l.Final {
+		final[l.Client] = l.Final
+	}
+	for _, l := range t.Leases {
+		if final[l.Client] {
 			return true
 		}
 	}

@@ -38,8 +38,48 @@ type Timeline struct {
 	Writes   []WriteMark
 	Bands    []Band
 	RedSpans []RedSpan
-	// End is the time of the last event.
-	End time.Duration
+	// End is the time of the last event; Start is 0, or where a window of
+	// the run begins (Window).
+	Start, End time.Duration
+}
+
+// Window is the timeline of [from, to] only: what overlaps it, cut to it,
+// as `report --png` exports the moments around an anomaly.
+func (t Timeline) Window(from, to time.Duration) Timeline {
+	from, to = max(from, 0), min(to, t.End)
+	in := func(s, e time.Duration) bool { return e >= from && s <= to }
+	cut := func(s, e time.Duration) (time.Duration, time.Duration) { return max(s, from), min(e, to) }
+	w := Timeline{Lanes: t.Lanes, Start: from, End: to}
+	for _, l := range t.Leases {
+		if in(l.Start, l.End) {
+			l.Start, l.End = cut(l.Start, l.End)
+			w.Leases = append(w.Leases, l)
+		}
+	}
+	for _, a := range t.Attempts {
+		if in(a.Start, a.End) {
+			a.Start, a.End = cut(a.Start, a.End)
+			w.Attempts = append(w.Attempts, a)
+		}
+	}
+	for _, m := range t.Writes {
+		if in(m.At, m.At) {
+			w.Writes = append(w.Writes, m)
+		}
+	}
+	for _, b := range t.Bands {
+		if in(b.Start, b.End) {
+			b.Start, b.End = cut(b.Start, b.End)
+			w.Bands = append(w.Bands, b)
+		}
+	}
+	for _, s := range t.RedSpans {
+		if in(s.Start, s.End) {
+			s.Start, s.End = cut(s.Start, s.End)
+			w.RedSpans = append(w.RedSpans, s)
+		}
+	}
+	return w
 }
 
 // Lane is one client slot. A slot survives worker replacement, so a lane is

@@ -2,9 +2,11 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/reports"
 
 	"github.com/lockharness/lockharness/internal/suggest"
@@ -22,6 +24,52 @@ type Entry struct {
 	// Compare names a scenario whose rates this one's report shows beside
 	// its own (failover-wait against failover-double-grant).
 	Compare string
+	// Remedy is the cause this row shows remedied, if it shows one.
+	Remedy *RemedyOf
+}
+
+// RemedyOf is what a safe row shows: that a cause of an anomaly (a kind of
+// reports.Cause) is remedied by what the row does differently, in words.
+type RemedyOf struct {
+	Cause     string   `toml:"cause"`
+	Anomalies []string `toml:"anomalies"`
+	Says      string   `toml:"says"`
+}
+
+// check refuses a remedy a row cannot show: only a safe row shows one,
+// of a cause and anomaly the reports know.
+func (r RemedyOf) check(expect Expect) error {
+	if expect.Unsafe {
+		return fmt.Errorf("an unsafe row shows no remedy")
+	}
+	if err := cluster.OneOf("cause", r.Cause, reports.CauseKinds); err != nil {
+		return err
+	}
+	if len(r.Anomalies) == 0 {
+		return fmt.Errorf("anomalies: which of the unsafe row's anomalies the remedy prevents")
+	}
+	for _, a := range r.Anomalies {
+		if err := cluster.OneOf("anomaly", a, checker.AnomalyNames); err != nil {
+			return err
+		}
+	}
+	if r.Says == "" {
+		return fmt.Errorf("says: what the row does that the unsafe one does not, in words")
+	}
+	return nil
+}
+
+// The pages name a catalog row's remedy beside the cause it remedies: the
+// reports know no catalog, so it tells them.
+func init() {
+	reports.Remedies = func(cause, anomaly string) (reports.Remedy, bool) {
+		for _, e := range Catalog {
+			if r := e.Remedy; r != nil && r.Cause == cause && slices.Contains(r.Anomalies, anomaly) {
+				return reports.Remedy{Row: e.Name, Says: r.Says, Expect: e.Expect.String()}, true
+			}
+		}
+		return reports.Remedy{}, false
+	}
 }
 
 // Expect is a catalog row's expectation. Unsafe scenarios must be caught

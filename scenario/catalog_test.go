@@ -157,3 +157,37 @@ func TestRedlockDelayedRestart(t *testing.T) { runEntry(t, "redlock-delayed-rest
 // The clock shim moves a node's expiry clock: a forward jump frees a held
 // lock at once.
 func TestClockJumpSingle(t *testing.T) { runEntry(t, "clock-jump-single", 1) }
+
+// The catalog's remedies, as the pages name them: a row shows a remedy of
+// a cause only where a safe row does what the unsafe one did not. No row
+// shows a remedy for a failover that lost an unreplicated grant, nor for a
+// clock that moved: failover-wait and redlock-clock-jump are unsafe too.
+func TestCatalogRemedies(t *testing.T) {
+	for _, c := range []struct{ cause, anomaly, row string }{
+		{reports.CauseFrozenClient, checker.StaleWrite, "gc-pause-fenced"},
+		{reports.CauseFrozenClient, checker.ExpiredWrite, "gc-pause-fenced"},
+		{reports.CauseEmptyRestart, checker.DoubleGrant, "restart-aof-always"},
+		{reports.CauseUnreplicated, checker.DoubleGrant, ""},
+		{reports.CauseClockMoved, checker.DoubleGrant, ""},
+	} {
+		r, ok := reports.Remedies(c.cause, c.anomaly)
+		if r.Row != c.row || ok != (c.row != "") {
+			t.Errorf("remedy of %s for %s: %+v, %v; want row %q", c.cause, c.anomaly, r, ok, c.row)
+			continue
+		}
+		if ok {
+			e, err := Lookup(r.Row)
+			if err != nil || e.Expect.Unsafe {
+				t.Errorf("row %s: %v, unsafe %v: a remedy's row must be safe", r.Row, err, e.Expect.Unsafe)
+			}
+		}
+	}
+	bad := "name = \"x\"\nexpect = \"unsafe\"\n[remedy]\ncause = \"frozen-client\"\nanomalies = [\"stale-write\"]\nsays = \"y\"\n[spec]\nlock = \"cad\"\n"
+	if _, err := ParseScenario("x.toml", ".", []byte(bad)); err == nil || !strings.Contains(err.Error(), "an unsafe row shows no remedy") {
+		t.Errorf("an unsafe row's remedy: %v", err)
+	}
+	typo := strings.Replace(strings.Replace(bad, "unsafe", "safe", 1), "frozen-client", "frozen-clients", 1)
+	if _, err := ParseScenario("x.toml", ".", []byte(typo)); err == nil || !strings.Contains(err.Error(), `unknown cause "frozen-clients" (did you mean frozen-client?`) {
+		t.Errorf("a remedy of an unknown cause: %v", err)
+	}
+}

@@ -41,7 +41,10 @@ type scenarioFile struct {
 	Story   string `toml:"story"`
 	Expect  string `toml:"expect"`
 	Compare string `toml:"compare"`
-	Spec    Spec   `toml:"spec"`
+	// Remedy: this (safe) row shows the remedy of a cause of an unsafe
+	// row's anomaly, which pages then name beside that cause.
+	Remedy *RemedyOf `toml:"remedy"`
+	Spec   Spec      `toml:"spec"`
 }
 
 // ScenarioExt is how a scenario file's name ends.
@@ -74,8 +77,13 @@ func ParseScenario(name, dir string, data []byte) (Entry, error) {
 	}
 	f.Spec.WorkerCmd = expandPaths(f.Spec.WorkerCmd, dir, shellQuote)
 	f.Spec.WriteSQL = expandPaths(f.Spec.WriteSQL, dir, func(p string) string { return p })
-	e := Entry{Name: f.Name, Source: f.Source, Story: f.Story, Spec: f.Spec, Expect: expect, Compare: f.Compare}
+	e := Entry{Name: f.Name, Source: f.Source, Story: f.Story, Spec: f.Spec, Expect: expect, Compare: f.Compare, Remedy: f.Remedy}
 	e.Spec.Name = f.Name
+	if r := f.Remedy; r != nil {
+		if err := r.check(expect); err != nil {
+			return Entry{}, fmt.Errorf("%s: remedy: %w", at("remedy"), err)
+		}
+	}
 	return e, nil
 }
 

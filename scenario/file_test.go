@@ -86,7 +86,7 @@ func TestBadScenarioFilesNameTheLineAndField(t *testing.T) {
 		{`lock = "cad"`, `lock = "cda"`, `x.toml:8: field spec.lock: unknown lock "cda" (did you mean cad? valid: cad,`},
 		{`lock = "cad"`, `lock = "cda"   # a typo`, `x.toml:8: field spec.lock: unknown lock "cda" (did you mean cad? valid: cad,`},
 		{`expect = "unsafe: stale-write"`, `expect = "unsafe: stale-writes"`, `x.toml:5: expect: unknown anomaly "stale-writes" (did you mean stale-write? valid: double-grant,`},
-		{`story = "a holder freezes past its lease"`, `storey = "a holder freezes"`, "x.toml:4: unknown field storey (did you mean story? valid at the top: name, source, story, expect, compare, spec)"},
+		{`story = "a holder freezes past its lease"`, `storey = "a holder freezes"`, "x.toml:4: unknown field storey (did you mean story? valid at the top: name, source, story, expect, compare, remedy, spec)"},
 		{`time_limit = "6s"`, `time_limit = 6`, `x.toml:11: field spec.time_limit: a duration is a string such as "1.5s", got 6`},
 		{`nemesis = "pause-client"`, `nemesis = "partition-primary"`, `x.toml:9: field spec.nemesis: nemesis partition-primary: topology single has no replication`},
 		{`ttl = "1s"`, `seed = 7`, "x.toml:10: unknown field spec.seed (valid in [spec]: topology,"},

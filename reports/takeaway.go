@@ -1,0 +1,177 @@
+package reports
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+// CauseKinds lists the kinds of cause, as scenario files name them.
+var CauseKinds = []string{CauseUnreplicated, CauseEmptyRestart, CauseFenceWentBack, CauseClockMoved, CauseFrozenClient, CauseWrongRefusal, CauseNoGrant}
+
+// Remedy is a catalog row that shows a cause remedied: its name, its
+// expectation, and what it does differently.
+type Remedy struct{ Row, Says, Expect string }
+
+// Remedies finds the catalog row that shows the remedy of a cause of an
+// anomaly. The scenario package, which holds the catalog, sets it; nil, or
+// no row, and the takeaway claims no remedy.
+var Remedies func(cause, anomaly string) (Remedy, bool)
+
+// Takeaway is a run in three lines a reviewer can put on a slide: what
+// was tested, what broke (with the first story's cause in a sentence) or
+// that nothing did, and the remedy a catalog row shows for that cause, or
+// that no row shows one.
+type Takeaway struct {
+	Tested, Found, Remedy string
+}
+
+// Lines are the takeaway as `report --summary` prints it.
+func (t Takeaway) Lines() []string { return []string{t.Tested, t.Found, t.Remedy} }
+
+func takeaway(res Results, a *analysis) Takeaway {
+	var spec struct {
+		Topology  string `json:"topology"`
+		Lock      string `json:"lock"`
+		Nemesis   string `json:"nemesis"`
+		Clients   int    `json:"clients"`
+		TTL       string `json:"ttl"`
+		TimeLimit string `json:"time_limit"`
+	}
+	json.Unmarshal(res.Spec, &spec)
+	lock := spec.Lock
+	var versions []string
+	if pr := res.Provenance; pr != nil {
+		if pr.Lock != nil {
+			lock = pr.Lock.Label()
+		}
+		seen := map[string]bool{}
+		for _, v := range pr.Servers {
+			if v, _, _ := strings.Cut(v, " "); v != "" && !seen[v] {
+				seen[v] = true
+				versions = append(versions, v)
+			}
+		}
+		sort.Strings(versions)
+	}
+	t := Takeaway{Tested: "Tested: " + cmp.Or(lock, "a lock recorded elsewhere")}
+	if spec.Topology != "" {
+		t.Tested += " on " + spec.Topology
+	}
+	if len(versions) > 0 {
+		t.Tested += " (Redis " + strings.Join(versions, ", ") + ")"
+	}
+	if spec.Nemesis != "" {
+		t.Tested += " under " + spec.Nemesis
+	}
+	var params []string
+	if spec.Clients > 0 {
+		params = append(params, fmt.Sprintf("%d clients", spec.Clients))
+	}
+	if spec.TTL != "" {
+		params = append(params, "ttl "+spec.TTL)
+	}
+	if spec.TimeLimit != "" {
+		params = append(params, spec.TimeLimit)
+	}
+	params = append(params, fmt.Sprintf("seed %d", res.Seed))
+	t.Tested += ", " + strings.Join(params, ", ") + "."
+
+	switch res.Valid {
+	case checker.Failed:
+		t.Found = "No verdict: the harness failed (" + res.Error.String() + ")."
+		t.Remedy = "Remedy: none to claim; run it again once the harness can run it."
+		return t
+	case checker.Valid:
+		t.Found = "Held: no anomaly in this run (valid)"
+		if n := res.Fencing.Rejected; n > 0 {
+			t.Found += fmt.Sprintf("; the fence refused %d stale writes", n)
+		}
+		t.Found += "."
+		t.Remedy = "Remedy: none needed here; one run is one schedule, and `harness repro` runs more seeds."
+		return t
+	}
+	var found []string
+	for _, name := range checker.AnomalyNames {
+		if n := res.Anomalies[name]; n > 0 {
+			found = append(found, fmt.Sprintf("%s ×%d", name, n))
+		}
+	}
+	if len(res.Checker.Findings) == 0 {
+		t.Found = "No verdict (" + res.Valid.String() + "): " + cmp.Or(strings.Join(res.Checker.Notes, "; "), "nothing was found either way") + "."
+		t.Remedy = "Remedy: none to claim without a finding."
+		return t
+	}
+	f := res.Checker.Findings[0]
+	causes := a.typedCauses(f)
+	t.Found = "Broke: " + strings.Join(found, ", ") + ". First (#1 " + f.Anomaly + "): "
+	if len(causes) > 0 {
+		t.Found += causes[0].Text + "."
+	} else {
+		t.Found += "no rule explains it; its story is finding #1."
+	}
+	t.Remedy = "Remedy: no catalog row shows one for this cause"
+	if len(causes) > 0 {
+		t.Remedy += " (" + causes[0].Kind + ")"
+	}
+	t.Remedy += "."
+	if Remedies != nil {
+		for _, c := range causes {
+			if r, ok := Remedies(c.Kind, f.Anomaly); ok {
+				t.Remedy = fmt.Sprintf("Remedy: %s, as catalog row %s shows (%s).", r.Says, r.Row, r.Expect)
+				break
+			}
+		}
+	}
+	return t
+}
+
+// ReadTakeaway is the takeaway of a run directory, from its results.json
+// and history alone.
+func ReadTakeaway(dir string) (Takeaway, error) {
+	res, err := ReadResults(dir)
+	if err != nil {
+		return Takeaway{}, err
+	}
+	events, err := history.ReadFile(history.InDir(dir))
+	if err != nil {
+		return Takeaway{}, err
+	}
+	return takeaway(res, analyse(events)), nil
+}
+
+// WriteAnomalyPNG writes to path the timeline of the moments around the
+// run's first anomaly, as timeline.png draws them: one image to put on a
+// slide. It says which window it drew; a run without an anomaly has none
+// to export.
+func WriteAnomalyPNG(dir, path string) (from, to time.Duration, err error) {
+	res, err := ReadResults(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	events, err := history.ReadFile(history.InDir(dir))
+	if err != nil {
+		return 0, 0, err
+	}
+	t := TimelineData(events, res)
+	var first *RedSpan
+	for i, s := range t.RedSpans {
+		if s.Client < 0 && (first == nil || s.Finding < first.Finding) {
+			first = &t.RedSpans[i]
+		}
+	}
+	if first == nil {
+		return 0, 0, fmt.Errorf("%s found no anomaly (verdict %s): there is no moment of one to export; timeline.png is the whole run", dir, res.Valid)
+	}
+	pad := max(time.Second, (first.End-first.Start)/4)
+	w := t.Window(first.Start-pad, first.End+pad)
+	err = writeAtomic(path, func(out io.Writer) error { return WriteTimelinePNG(out, w) })
+	return w.Start, w.End, err
+}
