@@ -123,6 +123,9 @@ type Cluster struct {
 	// sec is the started run's passwords and certificates (Auth, TLS);
 	// nil for a plain run.
 	sec *security
+	// announcedSentinels are the addresses a Sentinel target's sentinels
+	// announce for each other, by sentinel name.
+	announcedSentinels map[string][]string
 	// bus are a cluster topology's bus routers, one per node, in order.
 	bus []*busRouter
 	// closers release what the topology made besides its nodes, after

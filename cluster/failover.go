@@ -62,8 +62,13 @@ type RoleChange struct {
 // shows it, until ctx ends; stop releases what the watch holds. A topology
 // without failover has none to show.
 func (c *Cluster) WatchPrimary(ctx context.Context) (<-chan RoleChange, func(), error) {
-	if err := c.Can(Failover); err != nil {
-		return nil, nil, err
+	if !c.WatchesRoles() {
+		return nil, nil, fmt.Errorf("topology %s announces no role changes", c.Topology)
 	}
 	return c.top.watch(ctx, c)
 }
+
+// WatchesRoles reports whether the topology announces its role changes
+// (WatchPrimary): one with a failover, and a Sentinel target, whose
+// failovers are the deployment's own.
+func (c *Cluster) WatchesRoles() bool { return c.top.watch != nil }

@@ -210,6 +210,15 @@ func field(entry any, key string) string {
 	return ""
 }
 
+// master is the name the sentinels know the primary by: the harness's own,
+// or a Sentinel target's.
+func (c *Cluster) master() string {
+	if t := c.planned.target; t != nil && t.Master != "" {
+		return t.Master
+	}
+	return masterName
+}
+
 func (c *Cluster) nodeByInternal(addr string) Node {
 	for _, n := range c.Nodes {
 		if c.internal[n.Name()] == addr {
@@ -220,7 +229,7 @@ func (c *Cluster) nodeByInternal(addr string) Node {
 }
 
 func (c *Cluster) sentinelMaster(ctx context.Context, sentinelAddr string) (string, error) {
-	v, err := c.query(ctx, sentinelAddr, "SENTINEL", "get-master-addr-by-name", masterName)
+	v, err := c.query(ctx, sentinelAddr, "SENTINEL", "get-master-addr-by-name", c.master())
 	if err != nil {
 		return "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,19 +52,26 @@ var targetSentinel = topology{
 	},
 	start:  startTargetSentinel,
 	access: sentinelAccess,
+	// Read-only: whom the sentinels name, and their +switch-master, so a
+	// failover the deployment makes during the run is on the page.
+	primary: sentinelPrimary,
+	watch:   sentinelWatch,
 }
 
 // sentinelAccess is how a client reaches a Sentinel deployment: the
-// sentinels through its links, and every node address they announce
-// mapped to its link for that node.
+// sentinels through its links, and every address the sentinels announce,
+// for a node or for another sentinel (go-redis adds the sentinels that
+// SENTINEL sentinels names), mapped to its link for that server.
 func sentinelAccess(c *Cluster, link func(string) string) ClientAccess {
-	master := masterName
-	if t := c.planned.target; t != nil {
-		master = t.Master
-	}
-	a := ClientAccess{Master: master, Dial: map[string]string{}}
-	for _, s := range c.planned.sentinels {
+	a := ClientAccess{Master: c.master(), Dial: map[string]string{}}
+	for i, s := range c.planned.sentinels {
 		a.Sentinels = append(a.Sentinels, link(s))
+		if i < len(c.Sentinels) {
+			a.Dial[c.Sentinels[i].Addr()] = link(s)
+		}
+		for _, announced := range c.announcedSentinels[s] {
+			a.Dial[announced] = link(s)
+		}
 	}
 	for _, n := range c.planned.nodes {
 		a.Dial[c.internal[n]] = link(n)
@@ -116,6 +124,7 @@ func startTargetSentinel(ctx context.Context, c *Cluster) error {
 		}
 		addrs = append(addrs, net.JoinHostPort(field(entry, "ip"), field(entry, "port")))
 	}
+	c.announceSentinels(ctx)
 	c.internal = map[string]string{}
 	c.planned.nodes = nil
 	for i, addr := range addrs {
@@ -130,4 +139,39 @@ func startTargetSentinel(ctx context.Context, c *Cluster) error {
 		c.internal[n.name] = addr
 	}
 	return nil
+}
+
+// announceSentinels learns the address each sentinel announces to the
+// others (SENTINEL sentinels), where it differs from the one in the URL, so
+// that a client that discovers sentinels dials them through its links too.
+// An announced address that matches no sentinel of the URL by its run id
+// stays unmapped.
+func (c *Cluster) announceSentinels(ctx context.Context) {
+	c.announcedSentinels = map[string][]string{}
+	ids := map[string]string{} // run id → sentinel name
+	for _, s := range c.Sentinels {
+		if v, err := c.query(ctx, s.Addr(), "INFO", "server"); err == nil {
+			text, _ := v.(string)
+			for _, line := range strings.Split(text, "\n") {
+				if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+					ids[id] = s.Name()
+				}
+			}
+		}
+	}
+	for _, s := range c.Sentinels {
+		v, err := c.query(ctx, s.Addr(), "SENTINEL", "sentinels", c.master())
+		if err != nil {
+			continue
+		}
+		list, _ := v.([]any)
+		for _, entry := range list {
+			if name, ok := ids[field(entry, "runid")]; ok {
+				addr := net.JoinHostPort(field(entry, "ip"), field(entry, "port"))
+				if !slices.Contains(c.announcedSentinels[name], addr) {
+					c.announcedSentinels[name] = append(c.announcedSentinels[name], addr)
+				}
+			}
+		}
+	}
 }

@@ -356,7 +356,7 @@ func askFailover(ctx context.Context, env *Env, p cluster.Node, fault, mode, wha
 // once nothing more will be recorded: a run stops it before it reads its
 // history. A topology without failover has none.
 func WatchRoles(cl *cluster.Cluster, rec *history.Recorder, log func(string, ...any)) (stop func()) {
-	if cl.Can(cluster.Failover) != nil {
+	if !cl.WatchesRoles() {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())

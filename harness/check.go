@@ -71,7 +71,7 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		return exitHarness
 	}
 	if render && !isRunDir(dir) {
-		return c.fail(stderr, "%s is not a run directory (no results.json or harness.log): report rewrites a run's pages; `harness check PATH --out DIR` checks a history from elsewhere", dir)
+		return c.fail(stderr, "%s is not a run directory (no results.json or harness.log): report rewrites a run's pages from its history; `harness check PATH --out DIR` checks a history from elsewhere into DIR, which report then takes", dir)
 	}
 	hist, err := history.Open(histPath)
 	if err != nil {
@@ -101,10 +101,7 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	json.Unmarshal(meta.Spec, &spec)
 	// The history is checked as it is read: a soak's millions of events
 	// are never all in memory.
-	var size int64
-	if st, err := os.Stat(histPath); err == nil {
-		size = st.Size()
-	}
+	size := history.Size(histPath)
 	if !render {
 		// The plots read the whole history again, and hold it.
 		limitMemory(size)
@@ -126,6 +123,14 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	case !render && !isRunDir(dir):
 		into = ""
 	}
+	if *out != "" && filepath.Clean(into) != filepath.Clean(dir) {
+		// DIR becomes a run directory report can take: the history (and
+		// the database's rows) beside the results.
+		if err := placeHistory(histPath, dir, into); err != nil {
+			fmt.Fprintf(stderr, "harness %s: --out: %v\n", name, err)
+			return exitHarness
+		}
+	}
 	if into != "" {
 		if err := reports.WriteRunFrom(into, histPath, res, render, *single); err != nil {
 			fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
@@ -134,11 +139,15 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	}
 	if *png != "" {
 		from, to, err := reports.WriteAnomalyPNG(dir, *png)
-		if err != nil {
+		switch {
+		case errors.Is(err, reports.ErrNoAnomaly):
+			defer fmt.Fprintf(human, "  image       none written: %v\n", err)
+		case err != nil:
 			fmt.Fprintf(stderr, "harness %s: --png: %v\n", name, err)
 			return exitHarness
+		default:
+			defer fmt.Fprintf(human, "  image       %s (the timeline from %.3f s to %.3f s, around anomaly #1)\n", *png, from.Seconds(), to.Seconds())
 		}
-		defer fmt.Fprintf(human, "  image       %s (the timeline from %.3f s to %.3f s, around anomaly #1)\n", *png, from.Seconds(), to.Seconds())
 	}
 	if *summary {
 		t, err := reports.ReadTakeaway(dir)
@@ -167,6 +176,48 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		printJSON(stdout, runSummary(cmp.Or(into, dir), res))
 	}
 	return res.Valid.ExitCode()
+}
+
+// placeHistory puts the history at histPath, and the database's rows
+// beside it in dir, into the directory into: linked where the file system
+// allows, copied otherwise.
+func placeHistory(histPath, dir, into string) error {
+	files := map[string]string{histPath: filepath.Join(into, filepath.Base(histPath))}
+	if tables := filepath.Join(dir, history.TablesFile); fileExists(tables) {
+		files[tables] = filepath.Join(into, history.TablesFile)
+	}
+	for from, to := range files {
+		os.Remove(to)
+		if os.Link(from, to) == nil {
+			continue
+		}
+		if err := copyFile(from, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // isRunDir reports whether dir is a run's directory, which the harness may

@@ -234,7 +234,8 @@ func storedRuns(store, name string) []reports.Results {
 	sort.Strings(dirs)
 	var out []reports.Results
 	for _, p := range dirs {
-		if r, err := reports.ReadResults(filepath.Dir(p)); err == nil {
+		// A run the harness failed or that was stopped is no rate.
+		if r, err := reports.ReadResults(filepath.Dir(p)); err == nil && r.Error == nil && !r.Interrupted {
 			out = append(out, r)
 		}
 	}

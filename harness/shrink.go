@@ -112,6 +112,12 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "  scenario  %s\n  page      %s\n  re-run    %s\n  seeds     %s\n", filepath.Join(dir, page.File), filepath.Join(dir, "shrink.html"), page.Command, page.Repro)
+	if shrunk.HarnessError != "" {
+		// What was kept before the failure stands; that no smaller one
+		// exists is not known.
+		fmt.Fprintf(stdout, "stopped by a harness error, so this is not known to be minimal: %s\n", shrunk.HarnessError)
+		return exitHarness
+	}
 	if !page.Kept {
 		return 1
 	}

@@ -16,28 +16,25 @@ import (
 // it: failover-wait is unsafe too). --png draws the moments around the
 // first anomaly.
 func TestReportSummaryNamesOnlyRemediesARowShows(t *testing.T) {
-	for run, want := range map[string]string{
+	for name, want := range map[string]string{
 		"gc-pause":              "as catalog row gc-pause-fenced shows (safe: fencing.rejected >= 1, refused-write 0)",
 		"failover-double-grant": "Remedy: no catalog row shows one for this cause (unreplicated).",
 		"clean-cad":             "Remedy: none needed here",
 	} {
-		t.Run(run, func(t *testing.T) {
-			src := filepath.Join("..", "testdata", "runs", run)
+		t.Run(name, func(t *testing.T) {
+			src := filepath.Join("..", "testdata", "runs", name)
 			dir := t.TempDir()
 			var stdout, stderr bytes.Buffer
-			if code := run0(t, []string{"check", src, "--out", dir}, &stdout, &stderr); code == exitHarness {
+			if code := run([]string{"check", src, "--out", dir}, &stdout, &stderr); code == exitHarness {
 				t.Fatalf("check: %s", stderr.String())
-			}
-			if err := gunzip(filepath.Join(src, "history.jsonl.gz"), filepath.Join(dir, "history.jsonl")); err != nil {
-				t.Fatal(err)
 			}
 			stdout.Reset()
 			png := filepath.Join(t.TempDir(), "anomaly.png")
 			args := []string{"report", dir, "--summary"}
-			if run != "clean-cad" {
+			if name != "clean-cad" {
 				args = append(args, "--png", png)
 			}
-			code := run0(t, args, &stdout, &stderr)
+			code := run(args, &stdout, &stderr)
 			lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 			if code == exitHarness || code == exitUsage || len(lines) < 3 {
 				t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
@@ -45,7 +42,7 @@ func TestReportSummaryNamesOnlyRemediesARowShows(t *testing.T) {
 			if !strings.HasPrefix(lines[0], "Tested: ") || !strings.HasPrefix(lines[2], "Remedy: ") || !strings.Contains(lines[2], want) {
 				t.Errorf("summary:\n%s\nwant a remedy line with %q", stdout.String(), want)
 			}
-			if run != "clean-cad" {
+			if name != "clean-cad" {
 				if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 					t.Errorf("--png wrote no image: %v", err)
 				}
@@ -56,9 +53,4 @@ func TestReportSummaryNamesOnlyRemediesARowShows(t *testing.T) {
 			}
 		})
 	}
-}
-
-func run0(t *testing.T, args []string, stdout, stderr *bytes.Buffer) int {
-	t.Helper()
-	return run(args, stdout, stderr)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,6 +56,32 @@ type readCloser struct {
 }
 
 func (r readCloser) Close() error { return r.close() }
+
+// Size is how many bytes of history the file at path holds: its size, or
+// for a gzipped one the size its trailer records (modulo 4 GiB, as gzip
+// keeps it; never less than the compressed size).
+func Size(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	size := st.Size()
+	f, err := os.Open(path)
+	if err != nil {
+		return size
+	}
+	defer f.Close()
+	magic := make([]byte, 2)
+	if _, err := io.ReadFull(f, magic); err != nil || magic[0] != 0x1f || magic[1] != 0x8b || size < 18 {
+		return size
+	}
+	trailer := make([]byte, 4)
+	if _, err := f.ReadAt(trailer, size-4); err != nil {
+		return size
+	}
+	isize := int64(binary.LittleEndian.Uint32(trailer))
+	return max(size, isize)
+}
 
 // ReadFile reads a history file (Open).
 func ReadFile(path string) ([]Event, error) {

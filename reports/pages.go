@@ -311,7 +311,7 @@ func headline(res Results) string {
 	}
 	switch {
 	case res.Error != nil:
-		return "the harness failed (" + res.Error.Stage + "), so this is no verdict: " + res.Error.Message
+		return "the harness failed, so this is no verdict: " + res.Error.String()
 	case len(found) == 1 && res.Anomalies[checker.StuckLock] > 0:
 		return "the lock stayed stuck after healing: " + found[0]
 	case len(found) > 0:

@@ -123,7 +123,7 @@ func WriteTimelinePNG(w io.Writer, t Timeline) error {
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	setXFrom(p, t.Start, t.End)
-	colors := faultColors(t.Bands)
+	colors := t.faultColors()
 	// The data area is the image less the legend and the lane labels.
 	dense := acceptedTooDense(t, plotWidth-legendWidth-vg.Inch)
 	p.Add(xGrid(), bandsPlotter{bands: t.Bands, colors: colors, labelTop: rows.faults >= 0, row: rows.y(rows.faults)},

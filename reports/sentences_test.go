@@ -66,7 +66,7 @@ func TestEverySentenceRestsOnItsFindingsEvents(t *testing.T) {
 						if kind == "time" && derived[word] {
 							continue
 						}
-						if !strings.Contains(table, word) {
+						if !containsWord(table, word) {
 							t.Errorf("%s finding %d (%s): the %s %q in\n  %s\nis not in its story:\n  %s", filepath.Base(dir), i+1, f.Anomaly, kind, word, s, strings.ReplaceAll(table, "\n", "\n  "))
 						}
 					}
@@ -118,4 +118,10 @@ func derivedTimes(s string) (map[string]bool, error) {
 		out[m[3]+" s"] = true
 	}
 	return out, nil
+}
+
+// containsWord reports whether text holds word as a word of its own:
+// "client 1" is not in "client 12", nor "1.005 s" in "11.005 s".
+func containsWord(text, word string) bool {
+	return regexp.MustCompile(`(^|[^0-9A-Za-z.-])` + regexp.QuoteMeta(word) + `($|[^0-9A-Za-z])`).MatchString(text)
 }

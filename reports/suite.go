@@ -162,9 +162,16 @@ func (s Suite) Scorecard() string {
 	fmt.Fprintf(&b, "| scenario | expect | runs | invalid | %s |\n|---|---|---|---|%s\n",
 		strings.Join(anomalyColumns, " | "), strings.Repeat("---|", len(anomalyColumns)))
 	for _, r := range s.Rows {
-		invalid := 0
+		invalid, runs, errs := 0, 0, 0
 		found := make([]int, len(anomalyColumns))
 		for _, c := range r.Cells {
+			// A run the harness failed or that was interrupted found
+			// nothing either way: it is counted apart, not as a miss.
+			if c.Error != "" {
+				errs++
+				continue
+			}
+			runs++
 			if c.Verdict == "invalid" {
 				invalid++
 			}
@@ -182,11 +189,14 @@ func (s Suite) Scorecard() string {
 		if expect == "" {
 			expect = "explore"
 		}
+		if errs > 0 {
+			expect += fmt.Sprintf(" (%d more runs the harness failed)", errs)
+		}
 		cells := make([]string, len(found))
 		for i, n := range found {
-			cells[i] = fmt.Sprintf("%d/%d", n, len(r.Cells))
+			cells[i] = fmt.Sprintf("%d/%d", n, runs)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", name, expect, len(r.Cells), invalid, strings.Join(cells, " | "))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", name, expect, runs, invalid, strings.Join(cells, " | "))
 	}
 	return b.String()
 }

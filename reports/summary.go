@@ -59,7 +59,7 @@ func Summary(w io.Writer, title, specLine string, res Results, dir string) {
 		fmt.Fprintf(w, "  note        %s\n", n)
 	}
 	if res.Error != nil {
-		fmt.Fprintf(w, "  error       the harness failed (%s): %s\n", res.Error.Stage, res.Error.Message)
+		fmt.Fprintf(w, "  error       the harness failed: %s\n", res.Error.String())
 	}
 	verdict := strings.ToUpper(res.Valid.String())
 	if res.Valid == checker.Failed {

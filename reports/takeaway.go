@@ -3,6 +3,7 @@ package reports
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -105,8 +106,12 @@ func takeaway(res Results, a *analysis) Takeaway {
 		}
 	}
 	if len(res.Checker.Findings) == 0 {
-		t.Found = "No verdict (" + res.Valid.String() + "): " + cmp.Or(strings.Join(res.Checker.Notes, "; "), "nothing was found either way") + "."
-		t.Remedy = "Remedy: none to claim without a finding."
+		if res.Valid == checker.Invalid {
+			t.Found = "Broke: the lock's operations are not linearizable against the lease model (linear.html shows where), and no audit names an anomaly."
+		} else {
+			t.Found = "No verdict (" + res.Valid.String() + "): " + cmp.Or(strings.Join(res.Checker.Notes, "; "), "nothing was found either way") + "."
+		}
+		t.Remedy = "Remedy: none to claim without a finding that names its cause."
 		return t
 	}
 	f := res.Checker.Findings[0]
@@ -122,12 +127,11 @@ func takeaway(res Results, a *analysis) Takeaway {
 		t.Remedy += " (" + causes[0].Kind + ")"
 	}
 	t.Remedy += "."
-	if Remedies != nil {
-		for _, c := range causes {
-			if r, ok := Remedies(c.Kind, f.Anomaly); ok {
-				t.Remedy = fmt.Sprintf("Remedy: %s, as catalog row %s shows (%s).", r.Says, r.Row, r.Expect)
-				break
-			}
+	// Only the cause the line above tells: a remedy of another would read
+	// as the remedy of this one.
+	if Remedies != nil && len(causes) > 0 {
+		if r, ok := Remedies(causes[0].Kind, f.Anomaly); ok {
+			t.Remedy = fmt.Sprintf("Remedy: %s, as catalog row %s shows (%s).", r.Says, r.Row, r.Expect)
 		}
 	}
 	return t
@@ -146,6 +150,10 @@ func ReadTakeaway(dir string) (Takeaway, error) {
 	}
 	return takeaway(res, analyse(events)), nil
 }
+
+// ErrNoAnomaly is WriteAnomalyPNG's answer for a run without an anomaly:
+// there is no moment of one to draw.
+var ErrNoAnomaly = errors.New("the run found no anomaly, so there is no moment of one to draw; timeline.png is the whole run")
 
 // WriteAnomalyPNG writes to path the timeline of the moments around the
 // run's first anomaly, as timeline.png draws them: one image to put on a
@@ -168,7 +176,7 @@ func WriteAnomalyPNG(dir, path string) (from, to time.Duration, err error) {
 		}
 	}
 	if first == nil {
-		return 0, 0, fmt.Errorf("%s found no anomaly (verdict %s): there is no moment of one to export; timeline.png is the whole run", dir, res.Valid)
+		return 0, 0, ErrNoAnomaly
 	}
 	pad := max(time.Second, (first.End-first.Start)/4)
 	w := t.Window(first.Start-pad, first.End+pad)

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"image/color"
 	"regexp"
 	"slices"
 	"sort"
@@ -41,6 +42,18 @@ type Timeline struct {
 	// End is the time of the last event; Start is 0, or where a window of
 	// the run begins (Window).
 	Start, End time.Duration
+	// whole are the whole run's bands, for a window: its faults keep the
+	// colours timeline.png gives them.
+	whole []Band
+}
+
+// faultColors gives each fault the colour it has on the whole run's
+// timeline.
+func (t Timeline) faultColors() map[string]color.NRGBA {
+	if t.whole != nil {
+		return faultColors(t.whole)
+	}
+	return faultColors(t.Bands)
 }
 
 // Window is the timeline of [from, to] only: what overlaps it, cut to it,
@@ -49,7 +62,7 @@ func (t Timeline) Window(from, to time.Duration) Timeline {
 	from, to = max(from, 0), min(to, t.End)
 	in := func(s, e time.Duration) bool { return e >= from && s <= to }
 	cut := func(s, e time.Duration) (time.Duration, time.Duration) { return max(s, from), min(e, to) }
-	w := Timeline{Lanes: t.Lanes, Start: from, End: to}
+	w := Timeline{Lanes: t.Lanes, Start: from, End: to, whole: t.Bands}
 	for _, l := range t.Leases {
 		if in(l.Start, l.End) {
 			l.Start, l.End = cut(l.Start, l.End)

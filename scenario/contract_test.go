@@ -30,7 +30,7 @@ func TestEveryFaultAppliesRecordsAndHeals(t *testing.T) {
 	for _, topology := range cluster.Topologies {
 		t.Run(topology, func(t *testing.T) {
 			needRedis(t)
-			if topology == cluster.Sentinel {
+			if topology == cluster.Sentinel || topology == cluster.TargetSentinel {
 				needSentinel(t)
 			}
 			planned, err := cluster.Describe(topology)
@@ -62,8 +62,11 @@ func TestEveryFaultAppliesRecordsAndHeals(t *testing.T) {
 			if noDatabase == nil {
 				s.Workload = WorkloadInventory
 			}
-			if topology == cluster.Target {
+			switch topology {
+			case cluster.Target:
 				s.Target = "redis://" + startTargetServer(t)
+			case cluster.TargetSentinel:
+				s.Target = startTargetSentinel(t)
 			}
 			plan, err := s.Resolve()
 			if err != nil {
@@ -172,6 +175,23 @@ func startTargetServer(t *testing.T) string {
 	}
 	t.Cleanup(func() { n.Stop() })
 	return n.Addr()
+}
+
+// startTargetSentinel starts a Sentinel deployment as a team's would be,
+// not through the harness's proxies, and gives its --target URL.
+func startTargetSentinel(t *testing.T) string {
+	t.Helper()
+	direct := func(_, upstream string) (string, error) { return upstream, nil }
+	team, err := cluster.Start(context.Background(), cluster.Spec{Topology: cluster.Sentinel, Backend: cluster.BackendLocal, Dir: t.TempDir(), Link: direct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { team.Close() })
+	var sentinels []string
+	for _, s := range team.Sentinels {
+		sentinels = append(sentinels, s.Addr())
+	}
+	return "redis-sentinel://" + strings.Join(sentinels, ",") + "/lockharness"
 }
 
 // startTestRig starts a run's topology and clients for a test, and stops

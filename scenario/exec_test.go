@@ -86,7 +86,7 @@ func TestExecRefusals(t *testing.T) {
 		s    Spec
 		want string
 	}{
-		"topology the worker did not announce": {redlock, "unsupported topology: lock worker redis-py-lock does not run on topology redlock (it runs on single)"},
+		"topology the worker did not announce": {redlock, "unsupported topology: lock worker redis-py-lock does not run on topology redlock (it runs on single, sentinel)"},
 		"exec without a command":               {execSpecFor("", "none", time.Second), "lock exec needs --worker-cmd"},
 		"a command without exec":               {func() Spec { s := spec("cad", "none", time.Second, 1); s.WorkerCmd = "x"; return s }(), "goes with --lock exec, not --lock cad"},
 		"another protocol": {execSpecFor(`echo '{"kind":"ready","protocol":2,"name":"future"}'; cat >/dev/null`, "none", time.Second),

@@ -148,10 +148,16 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 		return out, fmt.Errorf("checking the history: %w", err)
 	}
 	out.Results = results
-	if err := faults.WriteFollowed(dir, faults.FollowedOf(events, spec.Nemesis, spec.Seed, ran.nemesisFrom)); err != nil {
-		return out, err
+	err = faults.WriteFollowed(dir, faults.FollowedOf(events, spec.Nemesis, spec.Seed, ran.nemesisFrom))
+	if err == nil {
+		err = reports.WriteRun(dir, events, results, true)
 	}
-	if err := reports.WriteRun(dir, events, results, true); err != nil {
+	if err != nil {
+		// A run whose directory could not be written is no verdict, on
+		// any page or line that tells of it.
+		out.Results.Valid = checker.Failed
+		out.Results.Error = &reports.RunError{Stage: reports.StageRun, Message: "writing the run directory: " + err.Error()}
+		reports.WriteResults(dir, out.Results)
 		return out, err
 	}
 	return out, runErr

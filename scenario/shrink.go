@@ -71,6 +71,9 @@ type Shrunk struct {
 	// OutOfBudget: the search stopped at its budget, not because no cut
 	// was left.
 	OutOfBudget bool `json:"out_of_budget,omitempty"`
+	// HarnessError stopped the search: a try the harness could not make
+	// says nothing of the candidate, and the next would likely fail too.
+	HarnessError string `json:"harness_error,omitempty"`
 }
 
 // ShrinkFrom is the spec a shrink of a recorded run starts from: the
@@ -187,7 +190,7 @@ type shrinker struct {
 // try runs a candidate up to k times and keeps it when every try found
 // the anomaly.
 func (s *shrinker) try(ctx context.Context, c Spec, cut string) bool {
-	if s.out.OutOfBudget || ctx.Err() != nil {
+	if s.out.OutOfBudget || s.out.HarnessError != "" || ctx.Err() != nil {
 		return false
 	}
 	step := ShrinkStep{Cut: cut}
@@ -211,7 +214,13 @@ func (s *shrinker) try(ctx context.Context, c Spec, cut string) bool {
 			found = Found(out.Results)
 		}
 		step.Found = append(step.Found, found)
-		if err != nil || !Reproduces(out.Results, []string{s.opt.Anomaly}) {
+		if err != nil {
+			s.out.HarnessError = err.Error()
+			s.opt.Log("  %-60s try %d of %d: %s: stopping the search", cut, i+1, s.opt.Tries, found)
+			kept = false
+			break
+		}
+		if !Reproduces(out.Results, []string{s.opt.Anomaly}) {
 			kept = false
 			s.opt.Log("  %-60s try %d of %d: %s: rejected", cut, i+1, s.opt.Tries, found)
 			break

@@ -424,7 +424,8 @@ func Cell(ctx context.Context, seed int64, took time.Duration, out Outcome, err 
 // and index.html under store/suites/<stamp>/ after each, so an interrupted
 // suite leaves a readable partial report. Rows and their cells keep the
 // plan's order whatever order the runs finish in. A run the harness fails
-// counts as missed; a cancelled context stops the suite.
+// is counted apart (Suite.Errors), neither met nor missed; a cancelled
+// context stops the suite.
 func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions) (reports.Suite, string, error) {
 	start := time.Now()
 	dir, err := reports.NewSuiteDir(opt.Store, start)
