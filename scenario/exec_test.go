@@ -82,11 +82,14 @@ func TestExecRefusals(t *testing.T) {
 	needRedisPy(t)
 	redlock := execSpecFor(RedisPyWorker, "none", time.Second)
 	redlock.Topology = cluster.Redlock
+	onCluster := execSpecFor(RedisPyWorker, "none", time.Second)
+	onCluster.Topology = cluster.RedisCluster
 	cases := map[string]struct {
 		s    Spec
 		want string
 	}{
 		"topology the worker did not announce": {redlock, "unsupported topology: lock worker redis-py-lock does not run on topology redlock (it runs on single, sentinel)"},
+		"and why, where it says":               {onCluster, "the addresses the nodes announce and takes no function to map them (address_remap came in redis-py 4.6)"},
 		"exec without a command":               {execSpecFor("", "none", time.Second), "lock exec needs --worker-cmd"},
 		"a command without exec":               {func() Spec { s := spec("cad", "none", time.Second, 1); s.WorkerCmd = "x"; return s }(), "goes with --lock exec, not --lock cad"},
 		"another protocol": {execSpecFor(`echo '{"kind":"ready","protocol":2,"name":"future"}'; cat >/dev/null`, "none", time.Second),

@@ -339,7 +339,11 @@ func (s Spec) Resolve() (Plan, error) {
 	if err != nil {
 		errs = append(errs, err)
 	} else if cl != nil && !p.Lock.Supports(cl.Shape()) {
-		errs = append(errs, fmt.Errorf("%w: lock %s does not run on topology %s (it runs on %s)", ErrLockTopology, lockName, cl.Shape(), strings.Join(p.Lock.Topologies, ", ")))
+		why := ""
+		if reason := p.Worker.Unsupported[cl.Shape()]; reason != "" {
+			why = ": " + reason
+		}
+		errs = append(errs, fmt.Errorf("%w: lock %s does not run on topology %s (it runs on %s)%s", ErrLockTopology, lockName, cl.Shape(), strings.Join(p.Lock.Topologies, ", "), why))
 	}
 	if p.Nemesis = nemesis; nemesisErr != nil {
 		errs = append(errs, nemesisErr)

@@ -129,6 +129,9 @@ type Ready struct {
 	Points []string `json:"points,omitempty"`
 	// Topologies the worker can run on (default: single).
 	Topologies []string `json:"topologies,omitempty"`
+	// Unsupported says, by topology, why the worker does not run on one
+	// it leaves out of Topologies; a run there is refused with the reason.
+	Unsupported map[string]string `json:"unsupported,omitempty"`
 	// Writes lists the databases the worker writes to itself (postgres);
 	// only such a worker runs with a real resource.
 	Writes []string `json:"writes,omitempty"`
