@@ -60,39 +60,26 @@ func (t Timeline) faultColors() map[string]color.NRGBA {
 // as `report --png` exports the moments around an anomaly.
 func (t Timeline) Window(from, to time.Duration) Timeline {
 	from, to = max(from, 0), min(to, t.End)
-	in := func(s, e time.Duration) bool { return e >= from && s <= to }
-	cut := func(s, e time.Duration) (time.Duration, time.Duration) { return max(s, from), min(e, to) }
 	w := Timeline{Lanes: t.Lanes, Start: from, End: to, whole: t.Bands}
-	for _, l := range t.Leases {
-		if in(l.Start, l.End) {
-			l.Start, l.End = cut(l.Start, l.End)
-			w.Leases = append(w.Leases, l)
-		}
-	}
-	for _, a := range t.Attempts {
-		if in(a.Start, a.End) {
-			a.Start, a.End = cut(a.Start, a.End)
-			w.Attempts = append(w.Attempts, a)
-		}
-	}
-	for _, m := range t.Writes {
-		if in(m.At, m.At) {
-			w.Writes = append(w.Writes, m)
-		}
-	}
-	for _, b := range t.Bands {
-		if in(b.Start, b.End) {
-			b.Start, b.End = cut(b.Start, b.End)
-			w.Bands = append(w.Bands, b)
-		}
-	}
-	for _, s := range t.RedSpans {
-		if in(s.Start, s.End) {
-			s.Start, s.End = cut(s.Start, s.End)
-			w.RedSpans = append(w.RedSpans, s)
-		}
-	}
+	w.Leases = within(t.Leases, from, to, func(l *Lease) (*time.Duration, *time.Duration) { return &l.Start, &l.End })
+	w.Attempts = within(t.Attempts, from, to, func(a *Attempt) (*time.Duration, *time.Duration) { return &a.Start, &a.End })
+	w.Writes = within(t.Writes, from, to, func(m *WriteMark) (*time.Duration, *time.Duration) { return &m.At, &m.At })
+	w.Bands = within(t.Bands, from, to, func(b *Band) (*time.Duration, *time.Duration) { return &b.Start, &b.End })
+	w.RedSpans = within(t.RedSpans, from, to, func(r *RedSpan) (*time.Duration, *time.Duration) { return &r.Start, &r.End })
 	return w
+}
+
+// within keeps the items whose span overlaps [from, to], each cut to it.
+func within[T any](items []T, from, to time.Duration, span func(*T) (start, end *time.Duration)) []T {
+	var out []T
+	for _, it := range items {
+		s, e := span(&it)
+		if *e >= from && *s <= to {
+			*s, *e = max(*s, from), min(*e, to)
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // Lane is one client slot. A slot survives worker replacement, so a lane is
