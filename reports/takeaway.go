@@ -62,7 +62,7 @@ func takeaway(res Results, a *analysis) Takeaway {
 		}
 		sort.Strings(versions)
 	}
-	t := Takeaway{Tested: "Tested: " + cmp.Or(lock, "a lock recorded elsewhere")}
+	t := Takeaway{Tested: "Tested: " + cmp.Or(lock, "a history recorded elsewhere, with no spec")}
 	if spec.Topology != "" {
 		t.Tested += " on " + spec.Topology
 	}
@@ -82,8 +82,14 @@ func takeaway(res Results, a *analysis) Takeaway {
 	if spec.TimeLimit != "" {
 		params = append(params, spec.TimeLimit)
 	}
-	params = append(params, fmt.Sprintf("seed %d", res.Seed))
-	t.Tested += ", " + strings.Join(params, ", ") + "."
+	if res.Command != "" {
+		// A history recorded elsewhere has no seed of the harness's.
+		params = append(params, fmt.Sprintf("seed %d", res.Seed))
+	}
+	if len(params) > 0 {
+		t.Tested += ", " + strings.Join(params, ", ")
+	}
+	t.Tested += "."
 
 	switch res.Valid {
 	case checker.Failed:
