@@ -44,6 +44,11 @@ func TestAHarnessFailureIsExit255Everywhere(t *testing.T) {
 	if !strings.Contains(string(b), `"valid": "error"`) || !strings.Contains(string(b), `"stage": "start"`) {
 		t.Errorf("results.json:\n%s", b)
 	}
+	// The re-run lands in the same store, not in one of the working
+	// directory's.
+	if !strings.Contains(string(b), "--store "+store) {
+		t.Errorf("the re-run command leaves out --store %s:\n%s", store, b)
+	}
 	page, err := os.ReadFile(filepath.Join(line.Dir, "index.html"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,4 +101,26 @@ func TestReproExits255WhenTheHarnessFailedASeed(t *testing.T) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// worker-check names the first mistake as the cause, ahead of what passed
+// after it.
+func TestWorkerCheckNamesTheFirstProblem(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("no redis-server on PATH (make setup)")
+	}
+	t.Cleanup(proc.KillAll)
+	worker := `read hello; echo '{"kind":"ready","protocol":1,"name":"badpass"}'; read req; echo '{"kind":"fatal","error":"WRONGPASS"}'; sleep 5`
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"worker-check", worker}, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	fail, ok := strings.Index(out, "FAIL"), strings.Index(out, "  ok ")
+	if fail < 0 || ok >= 0 && ok < fail {
+		t.Errorf("the session's failure does not come first:\n%s", out)
+	}
+	if !strings.Contains(out, "1 problem in 1 session") || !strings.Contains(out, `the first, which the others may follow from: single: a "fatal" line during acquire`) {
+		t.Errorf("the last line does not name the first problem:\n%s", out)
+	}
 }
