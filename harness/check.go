@@ -43,7 +43,7 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 			"with the verdict (0 valid, 1 invalid, 2 unknown, 255 the harness failed), once\n"+
 			"everything is written.")
 	}
-	timeout := c.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
+	timeout := c.checkTimeoutFlag()
 	single, summary, png := new(bool), new(bool), new(string)
 	out := new(string)
 	if render {

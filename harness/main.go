@@ -14,12 +14,14 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/internal/suggest"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // Exit codes. The verdict's are Jepsen's: 0 valid, 1 invalid, 2 unknown.
@@ -225,6 +227,22 @@ func (c *command) explain(err error) error {
 func (c *command) fail(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "harness %s: %s\nRun `harness %s --help` for usage.\n", c.name, fmt.Sprintf(format, args...), c.name)
 	return exitUsage
+}
+
+// storeFlag is --store, as every verb that keeps or reads runs declares
+// it; where says what the verb puts there besides the run directories.
+func (c *command) storeFlag(where string) *string {
+	usage := "directory that keeps run directories"
+	if where != "" {
+		usage += "; " + where
+	}
+	return c.String("store", scenario.DefaultStore, usage)
+}
+
+// checkTimeoutFlag is --check-timeout, the bound on each linearizability
+// check.
+func (c *command) checkTimeoutFlag() *time.Duration {
+	return c.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check; past it the verdict is unknown")
 }
 
 // set reports whether the flag was given on the command line.

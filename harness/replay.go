@@ -23,8 +23,8 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 		"whether it was valid again), and exits 0 when they did in every replay, 1 when\n"+
 		"not. Replays are named NAME"+scenario.ReplaySuffix+" in the store.")
 	times := c.Int("times", 1, "how many times to replay it")
-	store := c.String("store", scenario.DefaultStore, "directory that keeps run directories")
-	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
+	store := c.storeFlag("")
+	checkTimeout := c.checkTimeoutFlag()
 	verbose := c.Bool("v", false, "print each replay's progress lines")
 	full := c.Bool("full", false, "run each replay to its time limit instead of ending it once the anomaly it looks for is certain")
 	pos, code, ok := c.parse(args, stdout, stderr)

@@ -33,10 +33,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	spec.RegisterFlags(c.FlagSet)
 	schedule := c.String("schedule", "", "follow this fault schedule instead of drawing one from --nemesis: a run's schedule.json (`FILE`) or its directory, as `harness replay` does")
 	restartDelay := c.Duration("restart-delay", 0, "alias for the kill-node option delay: how long kill-node keeps a node down (kill-node:delay=D)")
-	store := c.String("store", scenario.DefaultStore, "directory that keeps run directories")
+	store := c.storeFlag("")
 	quiet := c.Bool("quiet", false, "no progress lines, only the summary")
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human summary goes to stderr)")
-	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
+	checkTimeout := c.checkTimeoutFlag()
 	stopFlag := stopOnFlag(c, "off")
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {

@@ -10,13 +10,12 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/reports"
-	"github.com/lockharness/lockharness/scenario"
 )
 
 func cmdServe(args []string, stdout, stderr io.Writer) int {
 	c := newCommand("serve", "[flags]", "Serves the store: a page of every run, newest first, with its verdict, and every\n"+
 		"file under the store as it is, so a run's index.html and its links work.")
-	store := c.String("store", scenario.DefaultStore, "directory that keeps run directories")
+	store := c.storeFlag("")
 	addr := c.String("addr", "127.0.0.1:8080", "address to listen on (loopback unless you mean to share it)")
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {

@@ -34,8 +34,8 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	budget := c.Duration("budget", 10*time.Minute, "bound on the whole search")
 	tries := c.Int("tries", 3, "k: how many runs of a candidate must all find the anomaly")
 	anomaly := c.String("anomaly", "", "the anomaly to keep, when the run found several: "+strings.Join(checker.AnomalyNames, ", ")+" (default: the first it found in that order)")
-	store := c.String("store", scenario.DefaultStore, "directory that keeps run directories")
-	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on the linearizability check; past it the verdict is unknown")
+	store := c.storeFlag("")
+	checkTimeout := c.checkTimeoutFlag()
 	verbose := c.Bool("v", false, "print each try's progress lines")
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {

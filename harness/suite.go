@@ -35,8 +35,8 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 			"the harness failed a run (after finishing the others) or was interrupted. --json prints\n"+
 			"the suite document of docs/design.md (schema 2).\n"+
 			"Ctrl-C stops after the current run is stopped and keeps a partial report.")
-	store := c.String("store", scenario.DefaultStore, "directory that keeps run directories; the suite report goes to STORE/suites/TIMESTAMP/")
-	checkTimeout := c.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check")
+	store := c.storeFlag("the suite report goes to STORE/suites/TIMESTAMP/")
+	checkTimeout := c.checkTimeoutFlag()
 	asJSON := c.Bool("json", false, "print the suite's results.json on stdout (the progress lines go to stderr)")
 	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per scenario and seed, the anomaly narrative as its text")
 	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many runs go at once, each on a topology of its own, longest expected first: one per core and one more unless given")
