@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"github.com/lockharness/lockharness/scenario"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,5 +217,18 @@ func TestScenarioFilesOnTheCommandLine(t *testing.T) {
 	if code := run([]string{"list", "--dir", dir}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "Scenarios in "+dir) ||
 		!strings.Contains(stdout.String(), "ours  ") {
 		t.Errorf("list --dir: exit %d, stdout %q", code, stdout.String())
+	}
+}
+
+// suite --help says what the libs suite runs from the lists it runs, so
+// the two cannot drift apart again (it once left out failover).
+func TestSuiteHelpIsTheLibsSuite(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"suite", "--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	help := strings.Join(strings.Fields(stdout.String()), " ")
+	if want := scenario.LibsSuiteSummary(); !strings.Contains(help, want) || !strings.Contains(want, "failover") {
+		t.Errorf("suite --help does not say %q:\n%s", want, stdout.String())
 	}
 }

@@ -21,12 +21,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		"  quick  every catalog scenario once, seed 1 (the default)\n"+
 			"  full   every catalog scenario for 5 seeds, plus randomised runs (each topology x recipe\n"+
 			"         under a seeded mix of faults, 3 seeds) that explore without an expectation\n"+
-			"  libs   every library (redsync, redislock, rueidislock, and redis-py through its Python worker)\n"+
-			"         x {none, partition, pause-client, kill-node, clock-jump}, and x {none, partition,\n"+
-			"         pause-client, partition-holder} with a long hold (2.5 TTLs, 5 writes: only renewal\n"+
-			"         keeps the lock), and those on a Redis Cluster x {none, partition, pause-client,\n"+
-			"         partition-primary, cluster-failover} there, 3 seeds; none must be safe, the rest are\n"+
-			"         scored (scorecard.md)\n\n"+
+			"  libs   "+wrap(scenario.LibsSuiteSummary(), 90, "         ")+"\n\n"+
 			"--lock or --worker-cmd runs every scenario with that lock instead (rows on topologies it does\n"+
 			"not run on are skipped).\n\n"+
 			"`harness suite merge DIR...` joins the results of a suite run in parts (--shard 1/n ... n/n,\n"+
@@ -198,4 +193,23 @@ func cmdSuiteMerge(args []string, stdout, stderr io.Writer) int {
 		return failed
 	}
 	return code
+}
+
+// wrap breaks text into lines of at most width, every line after the first
+// starting with indent.
+func wrap(text string, width int, indent string) string {
+	var b strings.Builder
+	line := 0
+	for i, w := range strings.Fields(text) {
+		if i > 0 && line+1+len(w) > width {
+			b.WriteString("\n" + indent)
+			line = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(w)
+		line += len(w)
+	}
+	return b.String()
 }

@@ -63,7 +63,7 @@ func PlanSuite(name string) ([]Planned, error) {
 	case "full":
 		plan = append(catalogRuns(5), randomRuns(3)...)
 	case "libs":
-		plan = libraryRuns(3)
+		plan = libraryRuns(libsSeeds)
 	default:
 		return nil, cluster.OneOf("suite", name, Suites)
 	}
@@ -153,6 +153,28 @@ var clusterFaults = []string{"none", "partition", "pause-client", "partition-pri
 // the lock, and the holder writes through it; partition-holder cuts a
 // holder's renewals off mid-hold while it goes on writing.
 var longHoldFaults = []string{"none", "partition", "pause-client", "partition-holder"}
+
+// libsSeeds is how many seeds the libs suite runs each row for.
+const libsSeeds = 3
+
+// LibsSuiteSummary says what the libs suite runs, from the lists it runs:
+// `harness suite --help` prints it, so the two never drift apart.
+func LibsSuiteSummary() string {
+	var names []string
+	for _, r := range locks.Recipes {
+		if r.Library != "" {
+			names = append(names, r.Name)
+		}
+	}
+	for _, o := range outsideLibraries {
+		names = append(names, o.name+" through its worker")
+	}
+	set := func(fs []string) string { return "{" + strings.Join(fs, ", ") + "}" }
+	return fmt.Sprintf("every library (%s) x %s where its topology offers the fault, and x %s with a long hold "+
+		"(%g TTLs, %d writes: only renewal keeps the lock), and those on a Redis Cluster x %s there, %d seeds; "+
+		"none must be safe, the rest are scored (scorecard.md)",
+		strings.Join(names, ", "), set(libraryFaults), set(longHoldFaults), longHold, longHoldWrites, set(clusterFaults), libsSeeds)
+}
 
 // longHold is how long a long hold is, in TTLs, and longHoldWrites how
 // many writes a holder makes through it.
