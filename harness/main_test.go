@@ -2,11 +2,12 @@ package harness
 
 import (
 	"bytes"
-	"github.com/lockharness/lockharness/scenario"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockharness/lockharness/scenario"
 )
 
 func TestBadNamesListTheValidOnes(t *testing.T) {
