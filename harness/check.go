@@ -137,28 +137,32 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 			return exitHarness
 		}
 	}
-	if *png != "" {
-		from, to, err := reports.WriteAnomalyPNG(dir, *png)
-		switch {
-		case errors.Is(err, reports.ErrNoAnomaly):
-			defer fmt.Fprintf(human, "  image       none written: %v\n", err)
-		case err != nil:
-			fmt.Fprintf(stderr, "harness %s: --png: %v\n", name, err)
-			return exitHarness
-		default:
-			defer fmt.Fprintf(human, "  image       %s (the timeline from %.3f s to %.3f s, around anomaly #1)\n", *png, from.Seconds(), to.Seconds())
-		}
-	}
-	if *summary {
-		t, err := reports.ReadTakeaway(dir)
+	if *png != "" || *summary {
+		// One read of the directory the pages were just drawn from serves
+		// both.
+		saved, err := reports.OpenRun(dir)
 		if err != nil {
-			fmt.Fprintf(stderr, "harness %s: --summary: %v\n", name, err)
+			fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 			return exitHarness
 		}
-		for _, l := range t.Lines() {
-			fmt.Fprintln(human, l)
+		if *png != "" {
+			from, to, err := saved.WriteAnomalyPNG(*png)
+			switch {
+			case errors.Is(err, reports.ErrNoAnomaly):
+				defer fmt.Fprintf(human, "  image       none written: %v\n", err)
+			case err != nil:
+				fmt.Fprintf(stderr, "harness %s: --png: %v\n", name, err)
+				return exitHarness
+			default:
+				defer fmt.Fprintf(human, "  image       %s (the timeline from %.3f s to %.3f s, around anomaly #1)\n", *png, from.Seconds(), to.Seconds())
+			}
 		}
-		return res.Valid.ExitCode()
+		if *summary {
+			for _, l := range saved.Takeaway().Lines() {
+				fmt.Fprintln(human, l)
+			}
+			return res.Valid.ExitCode()
+		}
 	}
 	reports.Summary(human, "lockharness "+name+" "+histPath, specLine(res), res, cmp.Or(into, dir))
 	switch {
@@ -223,12 +227,7 @@ func copyFile(from, to string) error {
 // isRunDir reports whether dir is a run's directory, which the harness may
 // write results into: a run leaves harness.log and results.json there.
 func isRunDir(dir string) bool {
-	for _, f := range []string{"results.json", "harness.log"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			return true
-		}
-	}
-	return false
+	return fileExists(filepath.Join(dir, "results.json")) || fileExists(filepath.Join(dir, "harness.log"))
 }
 
 // limitMemory sets Go's soft memory limit for checking a history of size

@@ -94,7 +94,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	out, err := scenario.Run(ctx, plan, opt)
 	if out.Dir != "" && out.Results.Spec != nil {
-		reports.Summary(human, "lockharness run "+spec.Name, plan.Line(), out.Results, out.Dir)
+		reports.Summary(human, "lockharness run "+spec.Name, spec.Line(), out.Results, out.Dir)
 		if *asJSON {
 			printJSON(stdout, runSummary(out.Dir, out.Results))
 		}

@@ -15,7 +15,7 @@ import (
 func Summary(w io.Writer, title, specLine string, res Results, dir string) {
 	fmt.Fprintf(w, "\n%s  (seed %d)\n", title, res.Seed)
 	fmt.Fprintf(w, "  spec        %s\n", specLine)
-	if pr := res.Provenance; pr != nil && pr.Lock != nil && pr.Lock.Label() != pr.Lock.Recipe && !strings.Contains(specLine, pr.Lock.Label()) {
+	if pr := res.Provenance; pr != nil && pr.Lock != nil && pr.Lock.Label() != pr.Lock.Recipe {
 		// The lock under test as it named itself, which the spec's
 		// "lock exec" does not say.
 		fmt.Fprintf(w, "  lock        %s\n", pr.Lock.Label())

@@ -143,19 +143,28 @@ func takeaway(res Results, a *analysis) Takeaway {
 	return t
 }
 
-// ReadTakeaway is the takeaway of a run directory, from its results.json
-// and history alone.
-func ReadTakeaway(dir string) (Takeaway, error) {
+// SavedRun is a run directory read once, for what is drawn from it after
+// its pages (report --summary, --png).
+type SavedRun struct {
+	Results Results
+	a       *analysis
+}
+
+// OpenRun reads a run directory's results.json and history.
+func OpenRun(dir string) (*SavedRun, error) {
 	res, err := ReadResults(dir)
 	if err != nil {
-		return Takeaway{}, err
+		return nil, err
 	}
 	events, err := history.ReadFile(history.InDir(dir))
 	if err != nil {
-		return Takeaway{}, err
+		return nil, err
 	}
-	return takeaway(res, analyse(events)), nil
+	return &SavedRun{Results: res, a: analyse(events)}, nil
 }
+
+// Takeaway is the run in three lines.
+func (r *SavedRun) Takeaway() Takeaway { return takeaway(r.Results, r.a) }
 
 // ErrNoAnomaly is WriteAnomalyPNG's answer for a run without an anomaly:
 // there is no moment of one to draw.
@@ -163,18 +172,9 @@ var ErrNoAnomaly = errors.New("the run found no anomaly, so there is no moment o
 
 // WriteAnomalyPNG writes to path the timeline of the moments around the
 // run's first anomaly, as timeline.png draws them: one image to put on a
-// slide. It says which window it drew; a run without an anomaly has none
-// to export.
-func WriteAnomalyPNG(dir, path string) (from, to time.Duration, err error) {
-	res, err := ReadResults(dir)
-	if err != nil {
-		return 0, 0, err
-	}
-	events, err := history.ReadFile(history.InDir(dir))
-	if err != nil {
-		return 0, 0, err
-	}
-	t := TimelineData(events, res)
+// slide. It says which window it drew.
+func (r *SavedRun) WriteAnomalyPNG(path string) (from, to time.Duration, err error) {
+	t := timelineOf(r.a, r.Results)
 	var first *RedSpan
 	for i, s := range t.RedSpans {
 		if s.Client < 0 && (first == nil || s.Finding < first.Finding) {
