@@ -69,9 +69,10 @@ func (h *hist) write(proc int, key, token string, at, done int64, outcome string
 }
 
 func (h *hist) fault(name, target string, start, end int64) {
+	facts := &history.Facts{Nodes: []string{target}}
 	h.events = append(h.events,
-		&history.Event{Time: start * 1e6, Type: history.Info, Process: history.Nemesis, F: name, Phase: history.Start, Target: target},
-		&history.Event{Time: end * 1e6, Type: history.Info, Process: history.Nemesis, F: name, Phase: history.End, Target: target})
+		&history.Event{Time: start * 1e6, Type: history.Info, Process: history.Nemesis, F: name, Phase: history.Start, Target: target, Facts: facts},
+		&history.Event{Time: end * 1e6, Type: history.Info, Process: history.Nemesis, F: name, Phase: history.End, Target: target, Facts: facts})
 }
 
 func (o *hop) each(set func(e *history.Event)) *hop {

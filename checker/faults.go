@@ -19,7 +19,7 @@ func faultWindows(events []history.Event) []fault {
 	var faults []fault
 	for _, w := range history.FaultWindows(events) {
 		e := &events[w.Start]
-		f := fault{name: e.F, target: e.Target, detail: e.Detail, start: e.Time, end: history.Forever}
+		f := fault{name: e.F, target: e.Subject(), detail: e.Detail, start: e.Time, end: history.Forever}
 		if w.End >= 0 {
 			f.end = events[w.End].Time
 		}

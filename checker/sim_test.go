@@ -159,6 +159,9 @@ func (s *sim) at(t int64, fn func()) {
 
 func (s *sim) record(e history.Event) {
 	e.Time, e.Index = s.now, len(s.events)
+	if e.IsNemesis() && e.Facts == nil {
+		e.Facts = history.FactsFromWords(e)
+	}
 	s.events = append(s.events, e)
 }
 

@@ -54,6 +54,12 @@ type RoleChange struct {
 	// seen with a new primary) or role (a cluster node saying it became a
 	// primary or a replica; From is empty).
 	Event string
+	// Role and WasRole are a role event's roles after and before
+	// ("primary", "replica of n2"); Slots and Epoch a slot-owner's slots
+	// and config epoch.
+	Role, WasRole string
+	Slots         string
+	Epoch         int64
 	// Detail is the change in words, as the history records it.
 	Detail string
 }

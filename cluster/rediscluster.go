@@ -579,7 +579,7 @@ func clusterWatch(ctx context.Context, c *Cluster) (<-chan RoleChange, func(), e
 				if o.owner == "" || o.owner == last[i].owner {
 					continue
 				}
-				if !send(RoleChange{From: last[i].owner, To: o.owner, Event: "slot-owner",
+				if !send(RoleChange{From: last[i].owner, To: o.owner, Event: "slot-owner", Slots: fmt.Sprint(ranges[i]), Epoch: o.epoch,
 					Detail: fmt.Sprintf("%s took slots %v from %s (config epoch %d)", o.owner, ranges[i], last[i].owner, o.epoch)}) {
 					return
 				}
@@ -591,7 +591,7 @@ func clusterWatch(ctx context.Context, c *Cluster) (<-chan RoleChange, func(), e
 					continue
 				}
 				roles[n] = role
-				if was != "" && !send(RoleChange{To: n, Event: "role", Detail: fmt.Sprintf("%s is now %s (was %s)", n, role, was)}) {
+				if was != "" && !send(RoleChange{To: n, Event: "role", Role: role, WasRole: was, Detail: fmt.Sprintf("%s is now %s (was %s)", n, role, was)}) {
 					return
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 )
 
@@ -58,7 +59,7 @@ func freeze(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, 
 	if err != nil {
 		return nil // the run ended before any client got there
 	}
-	end := env.Begin(fault, fmt.Sprintf("client %d", slot), "frozen at "+point+" for "+hold.String())
+	end := env.Begin(history.Facts{Clients: []int{slot}, PausedAt: point, Frozen: true, HoldNs: int64(hold)}, "frozen at "+point+" for "+hold.String())
 	sleep(ctx, hold)
 	detail := "resumed"
 	if afterRelease && ctx.Err() == nil {
@@ -85,7 +86,7 @@ var killClient = Fault{
 		if err != nil {
 			return nil
 		}
-		end := env.Begin("kill-client", fmt.Sprintf("client %d", slot), "killed at "+point)
+		end := env.Begin(history.Facts{Clients: []int{slot}, PausedAt: point}, "killed at "+point)
 		err = kill()
 		end("replaced")
 		return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 )
 
@@ -56,18 +57,17 @@ var clockJump = Fault{
 		if ctx.Err() != nil {
 			return nil
 		}
-		detail := "no grant seen"
-		if err == nil {
-			detail = fmt.Sprintf("client %d just acquired", holder)
-		} else {
+		if err != nil {
 			holder = -1
 		}
+		after := afterGrant(holder, 0)
 		n := chooseNode(env, opts, nodeHolder, someNode(env, rng), holder)
 		prev := n.ClockOffset()
 		if err := setClock("clock-jump", n, prev+jump); err != nil {
 			return err
 		}
-		end := env.Begin("clock-jump", n.Name(), signed(jump)+"; "+detail)
+		end := env.Begin(history.Facts{Nodes: []string{n.Name()}, After: after, HoldNs: int64(hold), Clock: &history.ClockMove{ByNs: int64(jump), FromNs: int64(prev)}},
+			signed(jump)+"; "+afterWords(after, "no grant seen"))
 		sleep(ctx, hold)
 		// Move back even when the run is ending: the final checks need true time.
 		err = setClock("clock-jump", n, prev)
@@ -98,7 +98,8 @@ var clockStrobe = Fault{
 		if err := setClock("clock-strobe", n, prev+by); err != nil {
 			return err
 		}
-		end := env.Begin("clock-strobe", n.Name(), fmt.Sprintf("between %s and %s every %s for %s", signed(prev+by), signed(prev), period, dur))
+		end := env.Begin(history.Facts{Nodes: []string{n.Name()}, HoldNs: int64(dur), Clock: &history.ClockMove{ByNs: int64(by), FromNs: int64(prev), EveryNs: int64(period)}},
+			fmt.Sprintf("between %s and %s every %s for %s", signed(prev+by), signed(prev), period, dur))
 		deadline := time.Now().Add(dur)
 		ahead, jumps := true, 1
 		var err error

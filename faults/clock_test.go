@@ -102,7 +102,7 @@ func TestClockJumpMovesTheChosenNodeAndBack(t *testing.T) {
 	env := clockEnv(t, n, 300*time.Millisecond)
 	stop := make(chan struct{})
 	seen := watch(n, stop)
-	err := clockJump.Run(context.Background(), env, rand.New(rand.NewSource(1)), nil)
+	err := Injection{Fault: clockJump}.run(context.Background(), env, rand.New(rand.NewSource(1)))
 	close(stop)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,8 @@ func TestClockJumpMovesTheChosenNodeAndBack(t *testing.T) {
 	}
 	ev := nemesisEvents(env)
 	if len(ev) != 2 || ev[0].F != "clock-jump" || ev[0].Target != "n1" || !strings.HasPrefix(ev[0].Detail, "+600ms; client 2 just acquired") ||
-		!strings.Contains(ev[1].Detail, "-600ms jump") {
+		!strings.Contains(ev[1].Detail, "-600ms jump") ||
+		ev[0].Facts.Clock == nil || ev[0].Facts.Clock.ByNs != int64(600*time.Millisecond) || ev[0].Facts.After == nil || ev[0].Facts.After.Client != 2 {
 		t.Fatalf("nemesis events %+v", ev)
 	}
 }
@@ -125,7 +126,7 @@ func TestClockStrobeFlipsTheClock(t *testing.T) {
 	env := clockEnv(t, n, 200*time.Millisecond)
 	stop := make(chan struct{})
 	seen := watch(n, stop)
-	err := clockStrobe.Run(context.Background(), env, rand.New(rand.NewSource(1)), nil)
+	err := Injection{Fault: clockStrobe}.run(context.Background(), env, rand.New(rand.NewSource(1)))
 	close(stop)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,8 @@ func TestClockStrobeFlipsTheClock(t *testing.T) {
 		t.Errorf("offset after the fault = %v, want 0", d)
 	}
 	ev := nemesisEvents(env)
-	if len(ev) != 2 || ev[0].F != "clock-strobe" || !strings.HasPrefix(ev[0].Detail, "between +200ms and +0s every 50ms") {
+	if len(ev) != 2 || ev[0].F != "clock-strobe" || !strings.HasPrefix(ev[0].Detail, "between +200ms and +0s every 50ms") ||
+		ev[0].Facts.Clock == nil || ev[0].Facts.Clock.EveryNs != int64(50*time.Millisecond) {
 		t.Fatalf("nemesis events %+v", ev)
 	}
 }
@@ -146,7 +148,7 @@ func TestClockFaultsNeedTheShim(t *testing.T) {
 	n := startNode(t)
 	env := clockEnv(t, n, 100*time.Millisecond)
 	for _, f := range []Fault{clockJump, clockStrobe} {
-		err := f.Run(context.Background(), env, rand.New(rand.NewSource(1)), nil)
+		err := Injection{Fault: f}.run(context.Background(), env, rand.New(rand.NewSource(1)))
 		if err == nil || !strings.Contains(err.Error(), "cluster.Spec.Clock") {
 			t.Errorf("%s on a node without the shim: %v", f.Name, err)
 		}

@@ -25,6 +25,6 @@ var clusterFailover = Fault{
 			return err
 		}
 		mode := opts.Get(optMode, cluster.FailoverPlain)
-		return askFailover(ctx, env, p, "cluster-failover", mode, "CLUSTER FAILOVER "+mode+" on a replica")
+		return askFailover(ctx, env, p, mode, "CLUSTER FAILOVER "+mode+" on a replica")
 	},
 }

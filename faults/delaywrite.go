@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"time"
 
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 )
 
@@ -39,7 +40,7 @@ var delayWrite = Fault{
 			resume()
 			return err
 		}
-		end := env.Begin("delay-write", fmt.Sprintf("client %d", slot), fmt.Sprintf("its write to the database held up %v", delay))
+		end := env.Begin(history.Facts{Clients: []int{slot}, HoldNs: int64(delay)}, fmt.Sprintf("its write to the database held up %v", delay))
 		if err := resume(); err != nil {
 			end("the client could not be resumed")
 			return err

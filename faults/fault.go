@@ -137,7 +137,7 @@ func (in Injection) run(ctx context.Context, env *Env, rng *rand.Rand) error {
 		opts = options.Values{}
 	}
 	e := *env
-	e.ran = opts
+	e.running, e.ran = in.Name, opts
 	return in.Fault.Run(ctx, &e, rng, opts)
 }
 
@@ -414,9 +414,10 @@ type Env struct {
 	// limit known); a window still open then is healed early, and its end
 	// says so.
 	Until time.Time
-	// ran are the options of the fault this copy of the environment runs
-	// (Injection.run), recorded with its start.
-	ran options.Values
+	// running and ran are the name and options of the fault this copy of
+	// the environment runs (Injection.run), recorded with its window.
+	running string
+	ran     options.Values
 	// down are the outages the fault caused (Down), recorded with its end.
 	down []history.Outage
 }
@@ -452,21 +453,31 @@ type Clients interface {
 	Frozen() []int
 }
 
-// Begin records the start of a fault window and returns the function that
-// records its end.
-func (e *Env) Begin(fault, target, detail string) func(detail string) {
-	start := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.Start, Target: target, Detail: detail,
-		Options: e.ran.String()})
-	e.Log("%7.3fs  %-13s start  %s %s", start.At().Seconds(), fault, target, detail)
-	return func(endDetail string) {
+// Begin records the start of the running fault's window, with what it
+// acts on and when it struck as facts and the same in words (detail), and
+// returns the function that records its end, with what the fault left
+// behind (end facts, if any) and its words. The window's subject (its
+// nodes or clients) is the start's, on both events.
+func (e *Env) Begin(facts history.Facts, detail string) func(detail string, end ...history.Facts) {
+	fault := e.running
+	start := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.Start, Target: facts.Subject(), Detail: detail,
+		Options: e.ran.String(), Facts: &facts})
+	e.Log("%7.3fs  %-13s start  %s %s", start.At().Seconds(), fault, start.Target, detail)
+	return func(endDetail string, end ...history.Facts) {
+		ended := history.Facts{}
+		if len(end) > 0 {
+			ended = end[0]
+		}
+		ended.Nodes, ended.Clients, ended.Key, ended.Shard = facts.Nodes, facts.Clients, facts.Key, facts.Shard
 		if !e.Until.IsZero() && !time.Now().Before(e.Until) {
 			// What the start said it drew is not what ran.
 			endDetail += " (cut short by the time limit)"
+			ended.CutShort = true
 		}
-		end := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.End, Target: target, Detail: endDetail,
-			Down: e.down})
+		done := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.End, Target: start.Target, Detail: endDetail,
+			Down: e.down, Facts: &ended})
 		e.down = nil
-		e.Log("%7.3fs  %-13s end    %s %s", end.At().Seconds(), fault, target, endDetail)
+		e.Log("%7.3fs  %-13s end    %s %s", done.At().Seconds(), fault, start.Target, endDetail)
 	}
 }
 

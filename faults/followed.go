@@ -7,8 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/lockharness/lockharness/history"
@@ -35,12 +33,10 @@ type Followed struct {
 
 // FollowedFault is one fault window. End is nil for one never healed.
 type FollowedFault struct {
-	Fault     string   `json:"fault"`
-	Target    string   `json:"target,omitempty"`
-	Start     float64  `json:"start_s"`
-	End       *float64 `json:"end_s"`
-	Detail    string   `json:"detail,omitempty"`
-	EndDetail string   `json:"end_detail,omitempty"`
+	Fault  string   `json:"fault"`
+	Target string   `json:"target,omitempty"`
+	Start  float64  `json:"start_s"`
+	End    *float64 `json:"end_s"`
 	// Options are the fault's options as it ran, those it drew included.
 	Options    string `json:"options,omitempty"`
 	StartEvent int    `json:"start_event"`
@@ -65,32 +61,26 @@ type Observed struct {
 	Event  int     `json:"event"`
 }
 
-// waitedFor finds the client whose grant a fault's detail says it
-// followed ("client 2 just acquired", "175ms after client 0 acquired the
-// lock").
-var waitedFor = regexp.MustCompile(`client (\d+)(?: just)? acquired`)
-
 // FollowedOf reads the schedule a run followed out of its history; from is
 // when the schedule began.
 func FollowedOf(events []history.Event, nemesis string, seed int64, from time.Duration) Followed {
 	f := Followed{Nemesis: nemesis, Seed: seed, From: secs(int64(from)), Faults: []FollowedFault{}}
 	for _, w := range history.FaultWindows(events) {
 		e := &events[w.Start]
-		ff := FollowedFault{Fault: e.F, Target: e.Target, Start: secs(e.Time), Detail: e.Detail, Options: e.Options, StartEvent: e.Index}
+		ff := FollowedFault{Fault: e.F, Target: e.Subject(), Start: secs(e.Time), Options: e.Options, StartEvent: e.Index}
 		if w.End >= 0 {
 			end := &events[w.End]
 			at, idx := secs(end.Time), end.Index
-			ff.End, ff.EndEvent, ff.EndDetail = &at, &idx, end.Detail
+			ff.End, ff.EndEvent = &at, &idx
 		}
-		if m := waitedFor.FindStringSubmatch(e.Detail); m != nil {
-			client, _ := strconv.Atoi(m[1])
-			ff.After = lastGrant(events[:w.Start], client, e.Time)
+		if a := e.Facts.AfterGrant(); a != nil {
+			ff.After = lastGrant(events[:w.Start], a.Client, e.Time)
 		}
 		f.Faults = append(f.Faults, ff)
 	}
 	for i := range events {
 		if e := &events[i]; e.IsNemesis() && e.Phase == history.Instant && e.F != history.GrantSeen {
-			f.Observed = append(f.Observed, Observed{What: e.F, Target: e.Target, At: secs(e.Time), Event: e.Index})
+			f.Observed = append(f.Observed, Observed{What: e.F, Target: e.Subject(), At: secs(e.Time), Event: e.Index})
 		}
 	}
 	return f

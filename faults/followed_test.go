@@ -24,12 +24,13 @@ func TestFollowedReadsTheScheduleOutOfTheHistory(t *testing.T) {
 		{Index: 5, Time: ms(4300), Type: history.Info, Process: history.Nemesis, F: "switch-master", Phase: history.Instant, Target: "n2"},
 		{Index: 6, Time: ms(4400), Type: history.Info, Process: history.Nemesis, F: "partition-primary", Phase: history.End, Target: "n1", Detail: "healed"},
 	}
+	history.Upgrade(events)
 	f := FollowedOf(events, "partition-primary:at=grant,pause-node", 3, 500*time.Millisecond)
 	if f.Nemesis != "partition-primary:at=grant,pause-node" || f.Seed != 3 || f.From != 0.5 || len(f.Faults) != 2 || len(f.Observed) != 1 || f.Observed[0].What != "switch-master" {
 		t.Fatalf("%+v", f)
 	}
 	p := f.Faults[0]
-	if p.Fault != "partition-primary" || p.Target != "n1" || p.End == nil || *p.End != 4.4 || p.EndDetail != "healed" || *p.EndEvent != 6 {
+	if p.Fault != "partition-primary" || p.Target != "n1" || p.End == nil || *p.End != 4.4 || *p.EndEvent != 6 {
 		t.Errorf("the partition: %+v", p)
 	}
 	if p.After == nil || p.After.Client != 0 || p.After.Event != 1 || math.Abs(p.After.Delay-0.175) > 1e-9 {

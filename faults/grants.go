@@ -62,10 +62,14 @@ func WatchGrants(cl *cluster.Cluster, rec *history.Recorder, storeKey func(strin
 		go func() {
 			defer probers.Done()
 			for g := range grants {
-				holders, detail := probeGrant(cl, storeKey(g.Key), g.Token)
+				facts := history.Facts{Grant: &history.ProbedGrant{Client: g.Client, Event: g.Index}, Copies: probeGrant(cl, storeKey(g.Key), g.Token)}
+				answers := make([]string, len(facts.Copies))
+				for i, c := range facts.Copies {
+					answers[i] = c.Words()
+				}
 				rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: history.GrantSeen,
-					Phase: history.Instant, Key: g.Key, Token: g.Token, Target: strings.Join(holders, ","),
-					Detail: fmt.Sprintf("client %d's grant (event %d): %s", g.Client, g.Index, detail)})
+					Phase: history.Instant, Key: g.Key, Token: g.Token, Target: strings.Join(facts.Holders(), ","),
+					Detail: fmt.Sprintf("client %d's grant (event %d): %s", g.Client, g.Index, strings.Join(answers, "; ")), Facts: &facts})
 			}
 		}()
 	}
@@ -86,12 +90,9 @@ func isTimeout(err error) bool {
 }
 
 // probeGrant asks every data node, at once, for key and for its role, and
-// returns the nodes whose value is or carries token, primaries first, and
-// what each answered ("on n1 (primary)", "absent on n2 (replica)").
-func probeGrant(cl *cluster.Cluster, key, token string) (holders []string, detail string) {
-	answers := make([]string, len(cl.Nodes))
-	held := make([]bool, len(cl.Nodes))
-	primary := make([]bool, len(cl.Nodes))
+// returns what each answered (history.Copy), in the topology's order.
+func probeGrant(cl *cluster.Cluster, key, token string) []history.Copy {
+	copies := make([]history.Copy, len(cl.Nodes))
 	var wg sync.WaitGroup
 	for i, n := range cl.Nodes {
 		wg.Add(1)
@@ -104,38 +105,29 @@ func probeGrant(cl *cluster.Cluster, key, token string) (holders []string, detai
 			vals, errs := cl.DoAll(ctx, n, []any{"READONLY"}, []any{"GET", key}, []any{"ROLE"})
 			v, err := vals[1], errs[1]
 			s, _ := v.(string)
-			role := ""
+			c := history.Copy{Node: n.Name()}
 			if parts, ok := vals[2].([]any); ok && errs[2] == nil && len(parts) > 0 {
 				if name, ok := parts[0].(string); ok {
-					role = " (" + strings.NewReplacer("master", "primary", "slave", "replica").Replace(name) + ")"
-					primary[i] = name == "master"
+					c.Role = strings.NewReplacer("master", "primary", "slave", "replica").Replace(name)
 				}
 			}
-			var answer string
 			switch {
 			case errors.Is(err, redis.Nil):
-				answer = "absent on " + n.Name()
+				c.Holds = history.HoldsAbsent
 			case err != nil && strings.HasPrefix(err.Error(), "MOVED"):
-				answer = n.Name() + " does not serve the key"
+				c.Holds = history.HoldsUnowned
 			case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-				answer = n.Name() + " did not answer"
+				c.Holds = history.HoldsSilent
 			case err != nil:
-				answer = n.Name() + " answered " + strings.SplitN(err.Error(), "\n", 2)[0]
+				c.Holds, c.Answer = history.HoldsError, strings.SplitN(err.Error(), "\n", 2)[0]
 			case s == token || strings.Contains(s, token):
-				answer, held[i] = "on "+n.Name(), true
+				c.Holds = history.HoldsToken
 			default:
-				answer = "another value on " + n.Name()
+				c.Holds = history.HoldsOther
 			}
-			answers[i] = answer + role
+			copies[i] = c
 		}()
 	}
 	wg.Wait()
-	for _, first := range []bool{true, false} {
-		for i, n := range cl.Nodes {
-			if held[i] && primary[i] == first {
-				holders = append(holders, n.Name())
-			}
-		}
-	}
-	return holders, strings.Join(answers, "; ")
+	return copies
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"time"
 
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 )
 
@@ -22,6 +23,6 @@ var latency = Fault{
 		delay := pinnedDuration(opts, optDelay, func() time.Duration { return between(rng, env.TTL/20, env.TTL/8) })
 		hold := hold(opts, rng, env.TTL, 2*env.TTL)
 		slow := func(l *Link) error { return l.Delay(delay) }
-		return linksFor(ctx, env, "latency", clientTarget(slots), delay.String()+" each way", linksOf(env, slots), hold, slow)
+		return linksFor(ctx, env, history.Facts{Clients: slots}, delay.String()+" each way", linksOf(env, slots), hold, slow)
 	},
 }

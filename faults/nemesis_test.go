@@ -20,7 +20,7 @@ func TestNoFaultStartsAtTheTimeLimit(t *testing.T) {
 	var started atomic.Int32
 	window := Fault{Name: "test-window", Run: func(ctx context.Context, env *Env, _ *rand.Rand, _ options.Values) error {
 		started.Add(1)
-		end := env.Begin("test-window", "n1", "for 1s")
+		end := env.Begin(history.Facts{Nodes: []string{"n1"}}, "for 1s")
 		sleep(ctx, time.Second)
 		end("healed")
 		return nil

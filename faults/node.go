@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 )
 
@@ -55,7 +56,7 @@ var pauseNode = Fault{
 		if err := n.Pause(); err != nil {
 			return err
 		}
-		end := env.Begin("pause-node", n.Name(), "for "+hold.String())
+		end := env.Begin(history.Facts{Nodes: []string{n.Name()}, HoldNs: int64(hold)}, "for "+hold.String())
 		sleep(ctx, hold)
 		err := n.Resume()
 		end("resumed")
@@ -82,16 +83,14 @@ var killNode = Fault{
 		if ctx.Err() != nil {
 			return nil
 		}
-		detail := "no grant seen"
-		if err == nil {
-			detail = fmt.Sprintf("client %d just acquired", holder)
-		} else {
+		if err != nil {
 			holder = -1
 		}
+		after := afterGrant(holder, 0)
 		n := chooseNode(env, opts, nodeHolder, drawn, holder)
 		// The window opens before the kill: the server dies at once, while
 		// a container engine may take tens of milliseconds to confirm it.
-		end := env.Begin("kill-node", n.Name(), detail+"; restart in "+delay.String())
+		end := env.Begin(history.Facts{Nodes: []string{n.Name()}, After: after, HoldNs: int64(delay)}, afterWords(after, "no grant seen")+"; restart in "+delay.String())
 		wasUp := n.Running()
 		if err := n.Kill(); err != nil {
 			end("kill failed")
@@ -107,11 +106,12 @@ var killNode = Fault{
 	},
 }
 
-// restarted says how a node came back: how many keys it held at once,
-// which is what the lock's grants depend on (none, without persistence).
-func restarted(env *Env, n cluster.Node, err error) string {
+// restarted says how a node came back, in words and as the end's facts:
+// how many keys it held at once, which is what the lock's grants depend on
+// (none, without persistence).
+func restarted(env *Env, n cluster.Node, err error) (string, history.Facts) {
 	if err != nil {
-		return "restart failed: " + err.Error()
+		return "restart failed: " + err.Error(), history.Facts{}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
@@ -119,13 +119,15 @@ func restarted(env *Env, n cluster.Node, err error) string {
 	keys, ok := v.(int64)
 	switch {
 	case err != nil:
-		return fmt.Sprintf("restarted (its keys not counted: %v)", err)
+		return fmt.Sprintf("restarted (its keys not counted: %v)", err), history.Facts{}
 	case !ok:
-		return fmt.Sprintf("restarted (its keys not counted: DBSIZE answered %T %v)", v, v)
-	case keys == 0:
-		return fmt.Sprintf("restarted empty (0 keys; persistence %s)", env.Cluster.Persistence())
+		return fmt.Sprintf("restarted (its keys not counted: DBSIZE answered %T %v)", v, v), history.Facts{}
 	}
-	return fmt.Sprintf("restarted with %d keys (persistence %s)", keys, env.Cluster.Persistence())
+	facts := history.Facts{Keys: &keys, Persistence: env.Cluster.Persistence()}
+	if keys == 0 {
+		return fmt.Sprintf("restarted empty (0 keys; persistence %s)", facts.Persistence), facts
+	}
+	return fmt.Sprintf("restarted with %d keys (persistence %s)", keys, facts.Persistence), facts
 }
 
 // inFlight bounds how long an operation sent before a fault may take to

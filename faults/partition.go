@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand"
 
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 )
 
@@ -17,6 +18,6 @@ var partition = Fault{
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		slots := pickClients(opts, rng, env.NumClients)
 		hold := hold(opts, rng, env.TTL, 2*env.TTL)
-		return blackholeFor(ctx, env, "partition", clientTarget(slots), "cut from every node", linksOf(env, slots), hold)
+		return blackholeFor(ctx, env, history.Facts{Clients: slots}, "cut from every node", linksOf(env, slots), hold)
 	},
 }

@@ -2,10 +2,10 @@ package faults
 
 import (
 	"context"
-	"fmt"
 	"math/rand"
 	"time"
 
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 )
 
@@ -24,23 +24,23 @@ var partitionHolder = Fault{
 	Options: []options.Spec{forOpt("1.5-3 TTLs")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		hold := hold(opts, rng, scale(env.TTL, 1.5), 3*env.TTL)
-		slot, detail := awaitIntoHold(ctx, env, env.Hold/3)
+		slot, after := awaitIntoHold(ctx, env, env.Hold/3)
 		if slot < 0 || ctx.Err() != nil {
 			return nil
 		}
 		refuse := func(l *Link) error { l.Refuse(); return nil }
-		return linksFor(ctx, env, "partition-holder", clientTarget([]int{slot}), detail+"; its links to the lock's nodes refused, its database link kept",
+		return linksFor(ctx, env, history.Facts{Clients: []int{slot}, After: after}, afterWords(after, "")+"; its links to the lock's nodes refused, its database link kept",
 			env.ClientLinks(slot), hold, refuse)
 	},
 }
 
 // awaitIntoHold waits (at most 3 TTLs) for a holder that has held the lock
 // for into, the one of now if it has not held it longer, else the next,
-// and returns its slot (-1 if none came) and what it saw. A replay hands
+// and returns its slot (-1 if none came) and its grant. A replay hands
 // the grant over through ctx, already that long into its hold.
-func awaitIntoHold(ctx context.Context, env *Env, into time.Duration) (int, string) {
+func awaitIntoHold(ctx context.Context, env *Env, into time.Duration) (int, *history.AfterGrant) {
 	if slot, held, ok := grantWaited(ctx); ok {
-		return slot, fmt.Sprintf("%v after client %d acquired the lock", held.Round(time.Millisecond), slot)
+		return slot, afterGrant(slot, held)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
 	defer cancel()
@@ -50,8 +50,8 @@ func awaitIntoHold(ctx context.Context, env *Env, into time.Duration) (int, stri
 		held = 0
 	}
 	if err != nil {
-		return -1, ""
+		return -1, nil
 	}
 	sleep(ctx, into-held)
-	return slot, fmt.Sprintf("%v after client %d acquired the lock", into.Round(time.Millisecond), slot)
+	return slot, afterGrant(slot, into)
 }

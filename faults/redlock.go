@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 )
 
@@ -87,7 +88,11 @@ var partitionMajorities = Fault{
 				}
 			}
 		}
-		return blackholeFor(ctx, env, "partition-majorities", "all clients", strings.Join(views, "; "), links, hold)
+		all := make([]int, env.NumClients)
+		for slot := range all {
+			all[slot] = slot
+		}
+		return blackholeFor(ctx, env, history.Facts{Clients: all}, strings.Join(views, "; "), links, hold)
 	},
 }
 
@@ -126,25 +131,26 @@ var partitionMinority = Fault{
 			}
 		}
 		hold := hold(opts, rng, env.TTL, 2*env.TTL)
-		return blackholeFor(ctx, env, "partition-minority", clientTarget(slots), "cut from "+strings.Join(names, ","), links, hold)
+		return blackholeFor(ctx, env, history.Facts{Clients: slots}, "cut from "+strings.Join(names, ","), links, hold)
 	},
 }
 
 // blackholeFor cuts links, records the window, and heals after hold.
-func blackholeFor(ctx context.Context, env *Env, fault, target, detail string, links []*Link, hold time.Duration) error {
-	return linksFor(ctx, env, fault, target, detail, links, hold, (*Link).Blackhole)
+func blackholeFor(ctx context.Context, env *Env, facts history.Facts, detail string, links []*Link, hold time.Duration) error {
+	return linksFor(ctx, env, facts, detail, links, hold, (*Link).Blackhole)
 }
 
 // linksFor applies a toxic to links, records the window, holds, and heals,
 // also when the run ends or a toxic cannot be added.
-func linksFor(ctx context.Context, env *Env, fault, target, detail string, links []*Link, hold time.Duration, apply func(*Link) error) error {
+func linksFor(ctx context.Context, env *Env, facts history.Facts, detail string, links []*Link, hold time.Duration, apply func(*Link) error) error {
 	defer healAll(links)
 	for _, l := range links {
 		if err := apply(l); err != nil {
 			return err
 		}
 	}
-	end := env.Begin(fault, target, detail+", for "+hold.String())
+	facts.HoldNs = int64(hold)
+	end := env.Begin(facts, detail+", for "+hold.String())
 	sleep(ctx, hold)
 	if err := healAll(links); err != nil {
 		end("not healed: " + err.Error())

@@ -54,11 +54,12 @@ func primary(ctx context.Context, env *Env) (cluster.Node, error) {
 
 // primaryTarget names the primary a fault hits for the history: on a
 // cluster with the shard it serves, the lock key's.
-func primaryTarget(env *Env, p cluster.Node) string {
+func primaryTarget(env *Env, p cluster.Node) history.Facts {
+	f := history.Facts{Nodes: []string{p.Name()}}
 	if shard := env.Cluster.ShardOf(env.Key); shard != "" {
-		return fmt.Sprintf("%s (%s, %s)", p.Name(), env.Key, shard)
+		f.Key, f.Shard = env.Key, shard
 	}
-	return p.Name()
+	return f
 }
 
 // partitionPrimary cuts the primary's internal links, so the replicas and
@@ -89,11 +90,11 @@ var partitionPrimary = Fault{
 		// it expires. The holder keeps its path to the primary so that its
 		// release lands there.
 		var holder int
-		var when string
+		var after *history.AfterGrant
 		if opts.Get(optAt, atRelease) == atGrant {
-			holder, when = awaitHeld(ctx, env)
+			holder, after = awaitHeld(ctx, env)
 		} else {
-			holder, when = awaitBeforeRelease(ctx, env)
+			holder, after = awaitBeforeRelease(ctx, env)
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -109,7 +110,9 @@ var partitionPrimary = Fault{
 				return err
 			}
 		}
-		end := env.Begin("partition-primary", primaryTarget(env, p), fmt.Sprintf("cut from its replicas and peers and %s %s, for %v", clientTarget(slots), when, hold))
+		facts := primaryTarget(env, p)
+		facts.Clients, facts.After, facts.HoldNs = slots, after, int64(hold)
+		end := env.Begin(facts, fmt.Sprintf("cut from its replicas and peers and %s %s, for %v", history.ClientWords(slots), afterWords(after, "(no grant seen)"), hold))
 		sleep(ctx, hold)
 		healAll(links)
 		end("healed")
@@ -126,28 +129,28 @@ const (
 )
 
 // awaitHeld waits (at most 3 TTLs) until a client holds the lock and
-// returns it (-1 if none was seen) and says what it saw.
-func awaitHeld(ctx context.Context, env *Env) (int, string) {
+// returns it (-1 if none was seen) and its grant.
+func awaitHeld(ctx context.Context, env *Env) (int, *history.AfterGrant) {
 	if slot, held, ok := grantWaited(ctx); ok {
-		return slot, fmt.Sprintf("%v after client %d acquired the lock", held.Round(time.Millisecond), slot)
+		return slot, afterGrant(slot, held)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
 	defer cancel()
 	slot, held, err := env.Clients.AwaitHolder(wctx)
 	if err != nil {
-		return -1, "(no grant seen)"
+		return -1, nil
 	}
-	return slot, fmt.Sprintf("%v after client %d acquired the lock", held.Round(time.Millisecond), slot)
+	return slot, afterGrant(slot, held)
 }
 
 // awaitBeforeRelease waits (at most 3 TTLs) for a grant, then until shortly
 // before that holder releases: a second, or, where a cut-off primary soon
 // refuses writes (CutOffWrites), a third of that time, so that the next grant
 // still lands on it. It returns the holder (-1 if none was seen) and says
-// what it saw.
-func awaitBeforeRelease(ctx context.Context, env *Env) (int, string) {
+// its grant.
+func awaitBeforeRelease(ctx context.Context, env *Env) (int, *history.AfterGrant) {
 	if slot, held, ok := grantWaited(ctx); ok {
-		return slot, fmt.Sprintf("%v after client %d acquired the lock", held.Round(time.Millisecond), slot)
+		return slot, afterGrant(slot, held)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 3*env.TTL)
 	defer cancel()
@@ -163,11 +166,11 @@ func awaitBeforeRelease(ctx context.Context, env *Env) (int, string) {
 		held = 0
 	}
 	if err != nil {
-		return -1, "(no grant seen)"
+		return -1, nil
 	}
 	lead := max(env.Hold-ahead-held, 0)
 	sleep(ctx, lead)
-	return slot, fmt.Sprintf("%v after client %d acquired the lock", (held + lead).Round(time.Millisecond), slot)
+	return slot, afterGrant(slot, held+lead)
 }
 
 // splitBrain partitions the primary and some clients from the majority:
@@ -210,7 +213,9 @@ var splitBrain = Fault{
 				return err
 			}
 		}
-		end := env.Begin("split-brain", primaryTarget(env, p), fmt.Sprintf("with %s on the minority side, for %v", clientTarget(minority), hold))
+		facts := primaryTarget(env, p)
+		facts.Clients, facts.HoldNs = minority, int64(hold)
+		end := env.Begin(facts, fmt.Sprintf("with %s on the minority side, for %v", history.ClientWords(minority), hold))
 		sleep(ctx, hold)
 		healAll(links)
 		end("healed")
@@ -235,7 +240,7 @@ var killPrimary = Fault{
 	Needs:   withFailover,
 	Options: []options.Spec{failoverFor},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		return onPrimary(ctx, env, rng, opts, "kill-primary", "restart in", restarted, true,
+		return onPrimary(ctx, env, rng, opts, "restart in", restarted, true,
 			cluster.Node.Kill, func(n cluster.Node) error { return n.Restart(context.Background()) })
 	},
 }
@@ -247,7 +252,7 @@ var pausePrimary = Fault{
 	Needs:   withFailover,
 	Options: []options.Spec{failoverFor},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		return onPrimary(ctx, env, rng, opts, "pause-primary", "for", func(*Env, cluster.Node, error) string { return "resumed" }, false,
+		return onPrimary(ctx, env, rng, opts, "for", func(*Env, cluster.Node, error) (string, history.Facts) { return "resumed", history.Facts{} }, false,
 			cluster.Node.Pause, cluster.Node.Resume)
 	},
 }
@@ -257,7 +262,7 @@ var pausePrimary = Fault{
 // kills: once inject returns the node certainly serves nobody until undo
 // (a kill waits for the exit; a SIGSTOP may land a moment later, so a
 // pause records no outage).
-func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, fault, holdWord string, healed func(*Env, cluster.Node, error) string, kills bool, inject, undo func(cluster.Node) error) error {
+func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, holdWord string, healed func(*Env, cluster.Node, error) (string, history.Facts), kills bool, inject, undo func(cluster.Node) error) error {
 	p, err := primary(ctx, env)
 	if err != nil {
 		return err
@@ -268,7 +273,9 @@ func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Value
 		return err
 	}
 	down := env.Rec.Now()
-	end := env.Begin(fault, primaryTarget(env, p), holdWord+" "+hold.String())
+	facts := primaryTarget(env, p)
+	facts.HoldNs = int64(hold)
+	end := env.Begin(facts, holdWord+" "+hold.String())
 	sleep(ctx, hold)
 	if kills {
 		env.DownIf(wasUp, p, down)
@@ -307,7 +314,9 @@ var replicationLag = Fault{
 				return err
 			}
 		}
-		end := env.Begin("replication-lag", primaryTarget(env, p), fmt.Sprintf("%v each way for %v", delay, hold))
+		facts := primaryTarget(env, p)
+		facts.HoldNs = int64(hold)
+		end := env.Begin(facts, fmt.Sprintf("%v each way for %v", delay, hold))
 		sleep(ctx, hold)
 		healAll(links)
 		end("healed")
@@ -326,14 +335,14 @@ var failover = Fault{
 		if err != nil {
 			return err
 		}
-		return askFailover(ctx, env, p, "failover", "", "the topology's own failover")
+		return askFailover(ctx, env, p, "", "the topology's own failover")
 	},
 }
 
 // askFailover asks the topology to fail p over in mode, then waits for a
 // new primary of the lock key and for the topology to settle.
-func askFailover(ctx context.Context, env *Env, p cluster.Node, fault, mode, what string) error {
-	end := env.Begin(fault, primaryTarget(env, p), what)
+func askFailover(ctx context.Context, env *Env, p cluster.Node, mode, what string) error {
+	end := env.Begin(primaryTarget(env, p), what)
 	if err := env.Cluster.Failover(ctx, env.Key, mode); err != nil {
 		end("refused: " + err.Error())
 		return nil
@@ -349,6 +358,15 @@ func askFailover(ctx context.Context, env *Env, p cluster.Node, fault, mode, wha
 	}
 	end("no new primary")
 	return nil
+}
+
+// roleFacts are a role change as its event's facts.
+func roleFacts(ch cluster.RoleChange) history.Facts {
+	f := history.Facts{Replaced: ch.From, Role: ch.Role, WasRole: ch.WasRole, Slots: ch.Slots, Epoch: ch.Epoch}
+	if ch.To != "" {
+		f.Nodes = []string{ch.To}
+	}
+	return f
 }
 
 // WatchRoles records every primary switch the topology shows as an instant
@@ -370,8 +388,9 @@ func WatchRoles(cl *cluster.Cluster, rec *history.Recorder, log func(string, ...
 	go func() {
 		defer close(done)
 		for ch := range changes {
+			facts := roleFacts(ch)
 			e := rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: ch.Event,
-				Phase: history.Instant, Target: ch.To, Detail: ch.Detail})
+				Phase: history.Instant, Target: facts.Subject(), Detail: ch.Detail, Facts: &facts})
 			log("%7.3fs  %-13s %s", e.At().Seconds(), ch.Event, ch.Detail)
 		}
 	}()

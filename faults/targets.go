@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
-	"strings"
+	"time"
 
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 )
 
@@ -81,15 +82,26 @@ func someClientsBut(rng *rand.Rand, n, except int) []int {
 	return out
 }
 
-func clientTarget(slots []int) string {
-	s := make([]string, len(slots))
-	for i, c := range slots {
-		s[i] = fmt.Sprint(c)
+// afterGrant is the grant a fault waited for, as its start's facts: the
+// client's slot and how long after the grant the fault struck; nil when no
+// grant came (slot -1).
+func afterGrant(slot int, delay time.Duration) *history.AfterGrant {
+	if slot < 0 {
+		return nil
 	}
-	if len(s) == 1 {
-		return "client " + s[0]
+	return &history.AfterGrant{Client: slot, DelayNs: int64(delay.Round(time.Millisecond))}
+}
+
+// afterWords says when a fault struck after its grant ("169ms after client
+// 2 acquired the lock"), or none when no grant came.
+func afterWords(a *history.AfterGrant, none string) string {
+	if a == nil {
+		return none
 	}
-	return "clients " + strings.Join(s, ",")
+	if a.DelayNs == 0 {
+		return fmt.Sprintf("client %d just acquired", a.Client)
+	}
+	return fmt.Sprintf("%v after client %d acquired the lock", time.Duration(a.DelayNs), a.Client)
 }
 
 // linksOf collects the links of the given client slots.

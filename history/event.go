@@ -135,10 +135,15 @@ type Event struct {
 	// such a lease lasted is unknown, so nothing that depends on it is
 	// judged.
 	UnseenRenewals bool `json:"unseen_renewals,omitempty"`
-	// Phase, Target and Detail describe nemesis events.
+	// Phase, Target and Detail describe nemesis events: Target and
+	// Detail in words, for people; Facts the same as data, for readers. A
+	// nemesis event written by this harness always carries Facts (schema
+	// 2); one without them is from before (schema 1) and gets them from its
+	// words as it is read.
 	Phase  string `json:"phase,omitempty"`
 	Target string `json:"target,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	Facts  *Facts `json:"facts,omitempty"`
 	// Options is a fault's start: its options as it ran, those it drew at
 	// random included, spelled as after its name (clients=0/2:for=6.854s),
 	// so that a replay can pin them.

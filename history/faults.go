@@ -8,7 +8,7 @@ type FaultWindow struct {
 }
 
 // FaultWindows pairs each nemesis start with the next end of the same fault
-// and target, and returns the windows in start order. An end without an
+// and subject (Facts.Subject), and returns the windows in start order. An end without an
 // open start is ignored: it says nothing a reader could place.
 func FaultWindows(events []Event) []FaultWindow {
 	type id struct{ fault, target string }
@@ -19,7 +19,7 @@ func FaultWindows(events []Event) []FaultWindow {
 		if !e.IsNemesis() {
 			continue
 		}
-		k := id{e.F, e.Target}
+		k := id{e.F, e.Subject()}
 		switch e.Phase {
 		case Start:
 			open[k] = append(open[k], len(windows))

@@ -84,7 +84,9 @@ func TestValidate(t *testing.T) {
 
 func TestFaultWindows(t *testing.T) {
 	nem := func(i int, f, target, p string) Event {
-		return Event{Index: i, Type: Info, Process: Nemesis, F: f, Target: target, Phase: p}
+		e := Event{Index: i, Type: Info, Process: Nemesis, F: f, Target: target, Phase: p}
+		e.Facts = FactsFromWords(e)
+		return e
 	}
 	events := []Event{
 		nem(0, "pause-node", "n1", End), // an end without a start: ignored

@@ -47,6 +47,10 @@ func (r *Recorder) RecordWith(build func() Event) Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := build()
+	if e.IsNemesis() && e.Facts == nil {
+		// Facts mark a history of schema 2 even where there are none.
+		e.Facts = &Facts{}
+	}
 	e.Time = int64(time.Since(r.start))
 	e.Index = len(r.events)
 	r.events = append(r.events, e)

@@ -100,28 +100,54 @@ func (a *analysis) typedCauses(f checker.Finding) []Cause {
 			continue
 		}
 		s := fmt.Sprintf("%s, %s to %s", b.Label(), secs(b.Start), secs(b.End))
-		if b.Detail != "" {
-			s += ": " + b.Detail
+		if how := factWords(b); how != "" {
+			s += ": " + how
 		}
 		out = append(out, Cause{CauseFaults, s})
 	}
 	return out
 }
 
-// roleChange reports whether an observed instant is a primary switch, and
-// the node promoted.
-func roleChange(b Band) (string, bool) {
-	switch b.Fault {
-	case "switch-master", "slot-owner":
-		return nodeName(b.Target), b.Target != ""
+// factWords says, from a fault window's facts, whom else it struck and
+// when: "clients 1,3; 169ms after client 2's grant; held 6.854s".
+func factWords(b Band) string {
+	f := b.Facts
+	if f == nil {
+		return ""
 	}
-	return "", false
+	var parts []string
+	if len(f.Nodes) > 0 && len(f.Clients) > 0 {
+		parts = append(parts, "with "+history.ClientWords(f.Clients))
+	}
+	if f.PausedAt != "" {
+		verb := "killed"
+		if f.Frozen {
+			verb = "frozen"
+		}
+		parts = append(parts, verb+" at "+f.PausedAt)
+	}
+	if a := f.After; a != nil {
+		parts = append(parts, fmt.Sprintf("%v after client %d's grant", time.Duration(a.DelayNs), a.Client))
+	}
+	if f.HoldNs > 0 {
+		parts = append(parts, "held "+f.Hold().String())
+	}
+	if b.Ended != nil && b.Ended.CutShort {
+		parts = append(parts, "cut short by the time limit")
+	}
+	return strings.Join(parts, "; ")
 }
 
-// nodeName is the node a target names: "n1 (lock:a, shard 2)" is n1.
-func nodeName(target string) string {
-	name, _, _ := strings.Cut(target, " ")
-	return name
+// roleChange reports whether an observed instant is a primary switch, and
+// the node promoted.
+func roleChange(b Band) (string, bool) { return b.Facts.Promoted() }
+
+// node is the node a fault window acted on, "" for none.
+func (b Band) node() string {
+	if b.Facts == nil || len(b.Facts.Nodes) == 0 {
+		return ""
+	}
+	return b.Facts.Nodes[0]
 }
 
 // unreplicated tells each promotion, while l's client still believed in
@@ -166,12 +192,11 @@ func roundedMs(d time.Duration) string {
 func (a *analysis) emptyRestarts(leases []*leaseInfo, from, to time.Duration, explained map[int]bool) []string {
 	var out []string
 	for i, b := range a.bands {
-		at := strings.Index(b.Detail, "restarted empty")
-		if b.Observed || b.Open || at < 0 || b.End < from || b.End > to || !heldOn(leases, nodeName(b.Target)) {
+		if b.Observed || b.Open || !b.Ended.RestartedEmpty() || b.End < from || b.End > to || !heldOn(leases, b.node()) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s at %s (%s): every grant it held was forgotten",
-			nodeName(b.Target), b.Detail[at:], secs(b.End), b.Fault))
+		out = append(out, fmt.Sprintf("%s restarted empty (0 keys; persistence %s) at %s (%s): every grant it held was forgotten",
+			b.node(), b.Ended.Persistence, secs(b.End), b.Fault))
 		explained[i] = true
 	}
 	return out
@@ -220,13 +245,13 @@ func (a *analysis) fenceWentBack(ops []int) []string {
 			verb, g.Client, secs(g.DoneAt()), g.Fence, prior.Fence, secs(prior.Start))
 		var restart *Band
 		for i, b := range a.bands {
-			if strings.Contains(b.Detail, "restarted empty") && b.End > prior.Start && b.End < g.DoneAt() &&
-				heldOn([]*leaseInfo{prior}, nodeName(b.Target)) {
+			if b.Ended.RestartedEmpty() && b.End > prior.Start && b.End < g.DoneAt() &&
+				heldOn([]*leaseInfo{prior}, b.node()) {
 				restart = &a.bands[i]
 			}
 		}
 		if restart != nil {
-			s += fmt.Sprintf(", because %s lost its keys when it restarted empty at %s", nodeName(restart.Target), secs(restart.End))
+			s += fmt.Sprintf(", because %s lost its keys when it restarted empty at %s", restart.node(), secs(restart.End))
 		}
 		out = append(out, s)
 	}
@@ -238,19 +263,22 @@ func (a *analysis) fenceWentBack(ops []int) []string {
 func (a *analysis) clockMoves(from, to time.Duration, explained map[int]bool) []string {
 	var out []string
 	for i, b := range a.bands {
-		if b.Observed || !strings.HasPrefix(b.Fault, "clock-") || b.Start > to || b.End < from {
+		if b.Observed || b.Facts == nil || b.Facts.Clock == nil || b.Start > to || b.End < from {
 			continue
 		}
-		by, _, _ := strings.Cut(b.Detail, ";")
-		d, err := time.ParseDuration(strings.TrimPrefix(by, "+"))
+		c := b.Facts.Clock
+		d := time.Duration(c.ByNs)
 		var s string
 		switch {
-		case b.Fault == "clock-jump" && err == nil && d > 0:
-			s = fmt.Sprintf("%s's clock was %v ahead (%s, %s to %s): leases it held expired early there", nodeName(b.Target), d, b.Fault, secs(b.Start), secs(b.End))
-		case b.Fault == "clock-jump" && err == nil && d < 0:
-			s = fmt.Sprintf("%s's clock was %v behind (%s, %s to %s): leases it granted meanwhile outlived their ttl", nodeName(b.Target), -d, b.Fault, secs(b.Start), secs(b.End))
+		case c.EveryNs > 0:
+			s = fmt.Sprintf("%s's clock flipped between %s and %s every %v (%s, %s to %s): leases it held expired early and late in turn",
+				b.node(), signedDuration(time.Duration(c.FromNs+c.ByNs)), signedDuration(time.Duration(c.FromNs)), time.Duration(c.EveryNs), b.Fault, secs(b.Start), secs(b.End))
+		case d > 0:
+			s = fmt.Sprintf("%s's clock was %v ahead (%s, %s to %s): leases it held expired early there", b.node(), d, b.Fault, secs(b.Start), secs(b.End))
+		case d < 0:
+			s = fmt.Sprintf("%s's clock was %v behind (%s, %s to %s): leases it granted meanwhile outlived their ttl", b.node(), -d, b.Fault, secs(b.Start), secs(b.End))
 		default:
-			s = fmt.Sprintf("%s's clock was moved (%s, %s to %s: %s)", nodeName(b.Target), b.Fault, secs(b.Start), secs(b.End), b.Detail)
+			s = fmt.Sprintf("%s's clock was moved (%s, %s to %s)", b.node(), b.Fault, secs(b.Start), secs(b.End))
 		}
 		out = append(out, s)
 		explained[i] = true
@@ -258,24 +286,34 @@ func (a *analysis) clockMoves(from, to time.Duration, explained map[int]bool) []
 	return out
 }
 
+// signedDuration is a clock offset with its sign: +1s, -250ms, +0s.
+func signedDuration(d time.Duration) string {
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
+
 // frozenClients tells each client of the finding that a fault froze within
 // [from, to], and whether it outlived its lease's validity frozen.
 func (a *analysis) frozenClients(ops []int, from, to time.Duration, explained map[int]bool) []string {
-	involved := map[string]bool{}
+	involved := map[int]bool{}
 	for _, o := range ops {
-		involved[fmt.Sprintf("client %d", a.ops[o].Client)] = true
+		involved[a.ops[o].Client] = true
 	}
 	var out []string
 	for i, b := range a.bands {
-		if b.Observed || !involved[b.Target] || !strings.HasPrefix(b.Detail, "frozen") || b.Start > to || b.End < from {
+		f := b.Facts
+		if b.Observed || f == nil || !f.Frozen || len(f.Clients) != 1 || !involved[f.Clients[0]] || b.Start > to || b.End < from {
 			continue
 		}
-		s := fmt.Sprintf("%s was %s (%s, %s to %s)", b.Target, strings.SplitN(b.Detail, ";", 2)[0], b.Fault, secs(b.Start), secs(b.End))
+		client := f.Clients[0]
+		s := fmt.Sprintf("client %d was frozen at %s for %v (%s, %s to %s)", client, f.PausedAt, f.Hold(), b.Fault, secs(b.Start), secs(b.End))
 		// The lease told of is the finding's own: the client's earlier
 		// leases may have run out inside the same pause too.
 		for _, o := range ops {
 			l := a.leaseOf[o]
-			if l != nil && fmt.Sprintf("client %d", l.Client) == b.Target && l.ValidUntil > b.Start && l.ValidUntil < b.End && l.Start < b.Start {
+			if l != nil && l.Client == client && l.ValidUntil > b.Start && l.ValidUntil < b.End && l.Start < b.Start {
 				s += fmt.Sprintf(": its lease's validity ran out at %s while it could not know", secs(l.ValidUntil))
 				break
 			}

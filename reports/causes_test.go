@@ -84,6 +84,7 @@ func TestCausesNameAnEmptyRestartAndTheFenceGoingBack(t *testing.T) {
 	// With persistence the node keeps its keys, and nothing is said of
 	// it beyond the fault.
 	b.events[3].Detail = "restarted with 2 keys (persistence aof-always)"
+	b.events[3].Facts = history.FactsFromWords(b.events[3])
 	if got := strings.Join(Causes(b.events, f), "\n"); strings.Contains(got, "forgotten") || strings.Contains(got, "lost its keys") {
 		t.Errorf("a restart with its keys is told as empty: %s", got)
 	}
@@ -164,6 +165,7 @@ func TestTimelineNamesWhereEachGrantWasFound(t *testing.T) {
 func TestCausesStayWithinWhatTheProbesSaw(t *testing.T) {
 	events, f := failover(false)
 	events[3].Detail = "client 0's grant (event 2): on n1 (primary); n2 did not answer; absent on n3 (replica)"
+	events[3].Facts = history.FactsFromWords(events[3])
 	causes := Causes(events, f)
 	if len(causes) != 1 || !strings.HasSuffix(causes[0], "whether that grant had reached n2 is not known") {
 		t.Errorf("a promoted node that did not answer: %q", causes)
@@ -179,7 +181,8 @@ func TestCausesStayWithinWhatTheProbesSaw(t *testing.T) {
 	for i := range events {
 		if events[i].F == history.GrantSeen {
 			events[i].Target = ""
-			events[i].Detail = "another value on n1 (primary); another value on n2 (replica); absent on n3 (replica)"
+			events[i].Detail = "client 0's grant (event 2): another value on n1 (primary); another value on n2 (replica); absent on n3 (replica)"
+			events[i].Facts = history.FactsFromWords(events[i])
 		}
 	}
 	for _, l := range TimelineData(events, Results{}).Leases {

@@ -33,7 +33,9 @@ func op(typ, f string, p history.Process, client int, token string) history.Even
 }
 
 func fault(f, phase, target, detail string) history.Event {
-	return history.Event{Type: history.Info, Process: history.Nemesis, F: f, Phase: phase, Target: target, Detail: detail}
+	e := history.Event{Type: history.Info, Process: history.Nemesis, F: f, Phase: phase, Target: target, Detail: detail}
+	e.Facts = history.FactsFromWords(e)
+	return e
 }
 
 func with(e history.Event, set func(*history.Event)) history.Event {

@@ -16,6 +16,9 @@ type StoryLine struct {
 	// Who is "client 2 (process 4)"; empty for a fault.
 	Who  string
 	Text string
+	// Words are a fault's own words (its Detail), told after Text in
+	// parentheses: what it says, not what the story concludes.
+	Words string
 	// Event is the history index.
 	Event int
 	// Fault marks a nemesis event, which the story adds as context: the
@@ -26,10 +29,19 @@ type StoryLine struct {
 // String is the line as the page prints it: "12.301 s client 2 (process 4)
 // acquired lock:orders (fence 17) …".
 func (s StoryLine) String() string {
-	if s.Who == "" {
-		return secs(s.At) + " " + s.Text
+	return secs(s.At) + " " + s.Told()
+}
+
+// Told is the line without its time.
+func (s StoryLine) Told() string {
+	text := s.Text
+	if s.Words != "" {
+		text += " (" + s.Words + ")"
 	}
-	return secs(s.At) + " " + s.Who + " " + s.Text
+	if s.Who == "" {
+		return text
+	}
+	return s.Who + " " + text
 }
 
 // Story tells a finding's events in order with their times, and the start
@@ -91,10 +103,7 @@ func (a *analysis) line(p, stale int) StoryLine {
 		case history.Instant:
 			verb = "seen"
 		}
-		l.Text = strings.TrimSpace(e.F+" "+e.Target) + " " + verb
-		if e.Detail != "" {
-			l.Text += " (" + e.Detail + ")"
-		}
+		l.Text, l.Words = strings.TrimSpace(e.F+" "+e.Subject())+" "+verb, e.Detail
 		return l
 	}
 	oi, ok := a.opAt[p]
@@ -182,8 +191,11 @@ func (a *analysis) foundOn(o opInfo) string {
 	if seen == nil || o.Token == "" {
 		return ""
 	}
-	_, answers, _ := strings.Cut(seen.Detail, ": ")
-	return "; just after, " + answers
+	answers := make([]string, len(seen.Facts.Copies))
+	for i, c := range seen.Facts.Copies {
+		answers[i] = c.Words()
+	}
+	return "; just after, " + strings.Join(answers, "; ")
 }
 
 // conflict says whose lease another client still believed in when this

@@ -3,7 +3,6 @@ package reports
 import (
 	"fmt"
 	"image/color"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -151,11 +150,14 @@ type WriteMark struct {
 
 // Band is one fault window.
 type Band struct {
+	// Target is the window's subject (history.Facts.Subject).
 	Fault, Target string
 	// Detail is what the nemesis said at the start and, after a semicolon,
-	// at the end.
-	Detail     string
-	Start, End time.Duration
+	// at the end: words for a reader, never read back.
+	Detail string
+	// Facts are the start's (an instant's) facts, Ended the end's.
+	Facts, Ended *history.Facts
+	Start, End   time.Duration
 	// Open marks a fault that never ended in the history; End is then the
 	// end of the history.
 	Open bool
@@ -539,14 +541,6 @@ type opInfo = history.Op
 
 type grantKey struct{ key, token string }
 
-// heldOnPrimary finds, in a grant-seen detail, a node holding the grant
-// that answered as a primary.
-var heldOnPrimary = regexp.MustCompile(`(?:^|[:;] )on (\S+) \(primary\)`)
-
-// lackedBy finds, in a grant-seen detail, a node that certainly did not
-// hold the grant.
-var lackedBy = regexp.MustCompile(`(?:absent|another value) on (\S+)`)
-
 type leaseInfo struct {
 	Lease
 	op int
@@ -565,7 +559,7 @@ func analyse(events []history.Event) *analysis {
 			a.end = max(a.end, e.At())
 			continue
 		}
-		found = found || e.Target != ""
+		found = found || len(e.Facts.Holders()) > 0
 		if k := (grantKey{e.Key, e.Token}); a.seen[k] == nil {
 			a.seen[k] = e
 		}
@@ -620,14 +614,18 @@ func (a *analysis) buildLeases() {
 		if seen := a.seen[grantKey{o.Key, o.Token}]; seen != nil && o.Token != "" {
 			l.Seen = true
 			l.ProbedWithin = seen.At() - l.Start
-			if seen.Target != "" {
-				l.Nodes = strings.Split(seen.Target, ",")
+			l.Nodes = seen.Facts.Holders()
+			var primaries []string
+			for _, c := range seen.Facts.Copies {
+				switch {
+				case c.Holds == history.HoldsToken && c.Role == "primary":
+					primaries = append(primaries, c.Node)
+				case c.Lacks():
+					l.Lacking = append(l.Lacking, c.Node)
+				}
 			}
-			if m := heldOnPrimary.FindAllStringSubmatch(seen.Detail, -1); len(m) == 1 {
-				l.Primary = m[0][1]
-			}
-			for _, m := range lackedBy.FindAllStringSubmatch(seen.Detail, -1) {
-				l.Lacking = append(l.Lacking, m[1])
+			if len(primaries) == 1 {
+				l.Primary = primaries[0]
 			}
 		}
 		if o.Token != "" {
@@ -685,10 +683,10 @@ func faultBands(events []history.Event, end time.Duration) []Band {
 	var bands []Band
 	for _, w := range history.FaultWindows(events) {
 		e := &events[w.Start]
-		b := Band{Fault: e.F, Target: e.Target, Detail: e.Detail, Start: e.At(), End: end, Open: true, StartEvent: e.Index, EndEvent: -1}
+		b := Band{Fault: e.F, Target: e.Subject(), Detail: e.Detail, Facts: e.Facts, Start: e.At(), End: end, Open: true, StartEvent: e.Index, EndEvent: -1}
 		if w.End >= 0 {
 			done := &events[w.End]
-			b.End, b.Open, b.EndEvent = done.At(), false, done.Index
+			b.End, b.Open, b.EndEvent, b.Ended = done.At(), false, done.Index, done.Facts
 			if done.Detail != "" {
 				b.Detail += "; " + done.Detail
 			}
@@ -699,7 +697,7 @@ func faultBands(events []history.Event, end time.Duration) []Band {
 		// Where each grant was found is told with its lease, not drawn as
 		// an instant of its own: there is one per grant.
 		if e := &events[i]; e.IsNemesis() && e.Phase == history.Instant && e.F != history.GrantSeen {
-			bands = append(bands, Band{Fault: e.F, Target: e.Target, Detail: e.Detail, Start: e.At(), End: e.At(),
+			bands = append(bands, Band{Fault: e.F, Target: e.Subject(), Detail: e.Detail, Facts: e.Facts, Start: e.At(), End: e.At(),
 				StartEvent: e.Index, EndEvent: e.Index, Observed: true})
 		}
 	}

@@ -77,6 +77,12 @@ func TestTimelineLanesLeasesAndWrites(t *testing.T) {
 func TestTimelineBandPerFaultWindow(t *testing.T) {
 	events, res := pausedHolder()
 	bands := TimelineData(events, res).Bands
+	for i := range bands {
+		if bands[i].Facts == nil {
+			t.Errorf("band %d has no facts", i)
+		}
+		bands[i].Facts, bands[i].Ended = nil, nil
+	}
 	want := []Band{
 		{Fault: "pause-client", Target: "client 0", Detail: "frozen before its write; resumed",
 			Start: sec(0.104), End: sec(2.000), StartEvent: 3, EndEvent: 12},
