@@ -14,6 +14,7 @@ import (
 // example. The whole worker stops, lock watchdog included.
 var pauseClient = Fault{
 	Name:    "pause-client",
+	Scored:  []Scorecard{ScoreLibraries, ScoreCluster, ScoreLongHold},
 	Waits:   true,
 	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs",
 	Options: []options.Spec{forOpt("1.5-3 TTLs")},

@@ -41,6 +41,7 @@ func signed(d time.Duration) string {
 // the clock was ahead expire two TTLs late.
 var clockJump = Fault{
 	Name:       "clock-jump",
+	Scored:     []Scorecard{ScoreLibraries},
 	Waits:      true,
 	Needs:      nodeControl,
 	Summary:    "just after a grant, move a node's clock 2 TTLs forward; move it back 1-2 TTLs later",

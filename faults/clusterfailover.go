@@ -15,6 +15,7 @@ const optMode = "mode"
 // (force: no handshake with it; takeover: not even an election).
 var clusterFailover = Fault{
 	Name:    "cluster-failover",
+	Scored:  []Scorecard{ScoreCluster},
 	Summary: "CLUSTER FAILOVER on a replica of the lock's shard (mode plain, force or takeover), then wait for it to take over",
 	Needs:   []cluster.Capability{cluster.Failover, cluster.Slots},
 	Options: []options.Spec{{Name: optMode, Kind: options.Choice, Choices: cluster.FailoverModes,

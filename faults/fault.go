@@ -56,6 +56,9 @@ type Fault struct {
 	// client at a pause point) before it begins, so a replay starts it a
 	// little before the moment it began (Step).
 	Waits bool
+	// Scored lists the libs scorecard's tables that score every library
+	// under the fault (where its topology offers it).
+	Scored []Scorecard
 	// Options are what the fault takes after its name (kill-node:delay=4s).
 	// An option named "node" names a node: holder, random, or a node of the
 	// topology.
@@ -64,6 +67,31 @@ type Fault struct {
 	// records its window with env.Begin and the returned end. It must heal
 	// before returning, also when ctx is cancelled.
 	Run func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error
+}
+
+// Scorecard is one table of the libs scorecard.
+type Scorecard string
+
+// The libs scorecard's tables.
+const (
+	// ScoreLibraries scores every library on its own topology.
+	ScoreLibraries Scorecard = "libraries"
+	// ScoreCluster scores a library on a Redis Cluster it also runs on.
+	ScoreCluster Scorecard = "cluster"
+	// ScoreLongHold scores every library holding for longer than its TTL,
+	// so that only renewal keeps the lock.
+	ScoreLongHold Scorecard = "long-hold"
+)
+
+// ScoredIn names the faults the table scores, in the registry's order.
+func ScoredIn(table Scorecard) []string {
+	var names []string
+	for _, f := range Registry {
+		if slices.Contains(f.Scored, table) {
+			names = append(names, f.Name)
+		}
+	}
+	return names
 }
 
 // Available reports whether the fault can be injected on the topology, or

@@ -69,6 +69,7 @@ var pauseNode = Fault{
 // the node's persistence: without it the lock is forgotten.
 var killNode = Fault{
 	Name:    "kill-node",
+	Scored:  []Scorecard{ScoreLibraries},
 	Waits:   true,
 	Needs:   nodeControl,
 	Summary: "SIGKILL a node just after a grant; restart it 0-100ms later",

@@ -13,6 +13,7 @@ import (
 // heals.
 var partition = Fault{
 	Name:    "partition",
+	Scored:  []Scorecard{ScoreLibraries, ScoreCluster, ScoreLongHold},
 	Summary: "blackhole some clients' links in both directions for 1-2 TTLs",
 	Options: []options.Spec{forOpt("1-2 TTLs"), clientsOpt},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {

@@ -19,6 +19,7 @@ import (
 // later write against; one in flight at the cut stays of unknown outcome.
 var partitionHolder = Fault{
 	Name:    "partition-holder",
+	Scored:  []Scorecard{ScoreLongHold},
 	Waits:   true,
 	Summary: "a third into a hold, refuse the holder's links to the lock's nodes for 1.5-3 TTLs; its database link stays up",
 	Options: []options.Spec{forOpt("1.5-3 TTLs")},

@@ -68,6 +68,7 @@ func primaryTarget(env *Env, p cluster.Node) history.Facts {
 // locks that never replicate while the topology promotes a replica.
 var partitionPrimary = Fault{
 	Name:    "partition-primary",
+	Scored:  []Scorecard{ScoreCluster},
 	Summary: "cut the lock's primary off from its replicas, its monitors (sentinels; a cluster's bus) and some clients for 5-7 s",
 	Needs:   withFailoverOf,
 	Waits:   true,
@@ -328,6 +329,7 @@ var replicationLag = Fault{
 // way an operator does before maintenance.
 var failover = Fault{
 	Name:    "failover",
+	Scored:  []Scorecard{ScoreLibraries},
 	Summary: "ask the topology to fail the lock's primary over now (SENTINEL FAILOVER; on a cluster CLUSTER FAILOVER), then wait for the new primary",
 	Needs:   withFailover,
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, _ options.Values) error {

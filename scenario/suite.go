@@ -140,19 +140,25 @@ func randomRuns(seeds int) []Planned {
 }
 
 // libraryFaults are the faults the libs scorecard scores each library
-// under, where its topology offers them.
-var libraryFaults = []string{"none", "partition", "pause-client", "kill-node", "clock-jump", "failover"}
+// under, where its topology offers them; none first, which must be safe.
+// Each fault says which tables score it (faults.Fault.Scored).
+func libraryFaults() []string {
+	return append([]string{faults.None}, faults.ScoredIn(faults.ScoreLibraries)...)
+}
 
 // clusterFaults are the faults the scorecard scores a library under on a
 // sharded topology (Slots: a Redis Cluster), when the library runs on one
 // besides its own.
-var clusterFaults = []string{"none", "partition", "pause-client", "partition-primary", "cluster-failover"}
+func clusterFaults() []string {
+	return append([]string{faults.None}, faults.ScoredIn(faults.ScoreCluster)...)
+}
 
 // longHoldFaults are those it scores a long hold under: hold = 2.5 TTLs,
 // so that only renewal (the library's own, or the caller's extends) keeps
-// the lock, and the holder writes through it; partition-holder cuts a
-// holder's renewals off mid-hold while it goes on writing.
-var longHoldFaults = []string{"none", "partition", "pause-client", "partition-holder"}
+// the lock, and the holder writes through it.
+func longHoldFaults() []string {
+	return append([]string{faults.None}, faults.ScoredIn(faults.ScoreLongHold)...)
+}
 
 // libsSeeds is how many seeds the libs suite runs each row for.
 const libsSeeds = 3
@@ -173,7 +179,7 @@ func LibsSuiteSummary() string {
 	return fmt.Sprintf("every library (%s) x %s where its topology offers the fault, and x %s with a long hold "+
 		"(%g TTLs, %d writes: only renewal keeps the lock), and those on a Redis Cluster x %s there, %d seeds; "+
 		"none must be safe, the rest are scored (scorecard.md)",
-		strings.Join(names, ", "), set(libraryFaults), set(longHoldFaults), longHold, longHoldWrites, set(clusterFaults), libsSeeds)
+		strings.Join(names, ", "), set(libraryFaults()), set(longHoldFaults()), longHold, longHoldWrites, set(clusterFaults()), libsSeeds)
 }
 
 // longHold is how long a long hold is, in TTLs, and longHoldWrites how
@@ -317,10 +323,10 @@ func libraryRuns(seeds int) []Planned {
 		if err != nil {
 			continue
 		}
-		for _, nemesis := range libraryFaults {
+		for _, nemesis := range libraryFaults() {
 			add(lib, cl, nemesis, false)
 		}
-		for _, nemesis := range longHoldFaults {
+		for _, nemesis := range longHoldFaults() {
 			add(lib, cl, nemesis, true)
 		}
 		r, err := locks.Lookup(lib.lock)
@@ -329,7 +335,7 @@ func libraryRuns(seeds int) []Planned {
 		}
 		for _, other := range r.Topologies[1:] {
 			if cc, err := cluster.Describe(other); err == nil && cc.Can(cluster.Slots) == nil {
-				for _, nemesis := range clusterFaults {
+				for _, nemesis := range clusterFaults() {
 					add(lib, cc, nemesis, false)
 				}
 			}

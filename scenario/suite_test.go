@@ -3,13 +3,17 @@ package scenario
 import (
 	"bytes"
 	"context"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockharness/lockharness/examples/workers"
+	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
 )
@@ -67,6 +71,56 @@ func TestPlanSuite(t *testing.T) {
 	}
 	if _, err := PlanSuite("weekly"); err == nil || !strings.Contains(err.Error(), "quick, full, libs") {
 		t.Errorf("unknown suite: %v", err)
+	}
+}
+
+// The scorecard's tables are what the faults say of themselves: a fault
+// added to the registry with a table runs in it and is named by
+// `harness suite --help`, with no other edit.
+func TestScorecardTablesComeFromTheFaults(t *testing.T) {
+	added := faults.Fault{Name: "test-stall", Summary: "a fault of this test", Scored: []faults.Scorecard{faults.ScoreLongHold},
+		Run: func(context.Context, *faults.Env, *rand.Rand, options.Values) error { return nil }}
+	saved := faults.Registry
+	faults.Registry = append(slices.Clone(saved), added)
+	t.Cleanup(func() { faults.Registry = saved })
+
+	libs, err := PlanSuite("libs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scored := map[string]map[string]bool{} // table -> faults planned
+	for _, p := range libs {
+		table := string(faults.ScoreLibraries)
+		switch {
+		case strings.HasSuffix(p.Row, " · long hold"):
+			table = string(faults.ScoreLongHold)
+		case strings.Contains(p.Row, " on cluster × "):
+			table = string(faults.ScoreCluster)
+		}
+		if scored[table] == nil {
+			scored[table] = map[string]bool{}
+		}
+		scored[table][p.Spec.Nemesis] = true
+	}
+	summary := LibsSuiteSummary()
+	for _, table := range []faults.Scorecard{faults.ScoreLibraries, faults.ScoreCluster, faults.ScoreLongHold} {
+		want := append([]string{faults.None}, faults.ScoredIn(table)...)
+		// A scored fault runs wherever a library's topology offers it
+		// (no library's offers failover): nothing else is planned.
+		for f := range scored[string(table)] {
+			if !slices.Contains(want, f) {
+				t.Errorf("table %s plans %s, which the registry does not score there (%v)", table, f, want)
+			}
+		}
+		if len(scored[string(table)]) < 3 {
+			t.Errorf("table %s plans only %v", table, scored[string(table)])
+		}
+		if set := "{" + strings.Join(append([]string{faults.None}, faults.ScoredIn(table)...), ", ") + "}"; !strings.Contains(summary, set) {
+			t.Errorf("suite --help does not name table %s's faults %s:\n%s", table, set, summary)
+		}
+	}
+	if !scored[string(faults.ScoreLongHold)]["test-stall"] || !strings.Contains(summary, "test-stall") {
+		t.Errorf("a fault added with a table is not planned or named: %v\n%s", scored, summary)
 	}
 }
 
