@@ -32,8 +32,8 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	c.StringVar(&base.Backend, "backend", base.Backend, "where nodes run: local, docker")
 	store := c.storeFlag("the comparison goes to STORE/suites/TIMESTAMP/")
 	checkTimeout := c.checkTimeoutFlag()
-	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many runs go at once, each on a topology of its own")
-	reuse := c.Bool("reuse", true, "reset a finished run's topology for a later run that starts the same one")
+	poolOpts := c.poolFlags("runs", "")
+	parallel, reuse := poolOpts.parallel, poolOpts.reuse
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -44,8 +44,8 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	if *lockList == "" {
 		return c.fail(stderr, "which locks? --locks A,B,... (harness list names them)")
 	}
-	if *parallel < 1 {
-		return c.fail(stderr, "--parallel must be at least 1, got %d", *parallel)
+	if bad := poolOpts.invalid(); bad != "" {
+		return c.fail(stderr, "%s", bad)
 	}
 	var ttls []time.Duration
 	if *ttlList != "" {

@@ -245,6 +245,35 @@ func (c *command) checkTimeoutFlag() *time.Duration {
 	return c.Duration("check-timeout", 30*time.Second, "bound on each run's linearizability check; past it the verdict is unknown")
 }
 
+// pool is --parallel and --reuse, as every verb that carries out several
+// runs on the topology pool declares them.
+type pool struct {
+	parallel *int
+	reuse    *bool
+}
+
+// poolFlags declares --parallel and --reuse; runs names what goes at once
+// ("runs", "seeds"), order how they are taken, if it says more.
+func (c *command) poolFlags(runs, order string) pool {
+	usage := "how many " + runs + " go at once, each on a topology of its own"
+	if order != "" {
+		usage += ", " + order
+	}
+	return pool{
+		parallel: c.Int("parallel", scenario.DefaultParallel(), usage+": one per core and one more unless given"),
+		reuse: c.Bool("reuse", true, "reset a finished run's topology for a later run that starts the same one instead of starting another "+
+			"(a topology whose reset cannot be proven is replaced by a fresh one)"),
+	}
+}
+
+// invalid says what is wrong with the flags' values, "" if nothing.
+func (p pool) invalid() string {
+	if *p.parallel < 1 {
+		return fmt.Sprintf("--parallel must be at least 1, got %d", *p.parallel)
+	}
+	return ""
+}
+
 // set reports whether the flag was given on the command line.
 func (c *command) set(name string) bool {
 	given := false

@@ -33,8 +33,8 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human lines go to stderr)")
 	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per seed, the anomaly narrative as its text")
 	stopFlag := stopOnFlag(c, "expected")
-	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many seeds run at once, each on a topology of its own: one per core and one more unless given")
-	reuse := c.Bool("reuse", true, "reset a finished seed's topology for the next seed instead of starting another (a topology whose reset cannot be proven is replaced by a fresh one)")
+	poolOpts := c.poolFlags("seeds", "")
+	parallel, reuse := poolOpts.parallel, poolOpts.reuse
 	override := overrideFlags(c)
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
@@ -47,8 +47,8 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		return c.fail(stderr, "one scenario at a time, got %q", pos)
 	case *seeds < 1:
 		return c.fail(stderr, "--seeds must be at least 1, got %d", *seeds)
-	case *parallel < 1:
-		return c.fail(stderr, "--parallel must be at least 1, got %d", *parallel)
+	case poolOpts.invalid() != "":
+		return c.fail(stderr, "%s", poolOpts.invalid())
 	}
 	entry, err := scenario.LookupOrRead(pos[0])
 	if err != nil {

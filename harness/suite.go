@@ -34,8 +34,8 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	checkTimeout := c.checkTimeoutFlag()
 	asJSON := c.Bool("json", false, "print the suite's results.json on stdout (the progress lines go to stderr)")
 	junit := c.String("junit", "", "write JUnit XML to `FILE`: one testcase per scenario and seed, the anomaly narrative as its text")
-	parallel := c.Int("parallel", scenario.DefaultParallel(), "how many runs go at once, each on a topology of its own, longest expected first: one per core and one more unless given")
-	reuse := c.Bool("reuse", true, "reset a finished run's topology for a later run that starts the same one instead of starting another")
+	poolOpts := c.poolFlags("runs", "longest expected first")
+	parallel, reuse := poolOpts.parallel, poolOpts.reuse
 	stopFlag := c.String("stop-on-anomaly", "expected", "expected: end each unsafe scenario's run once its anomaly is certain (it then heals, checks liveness and is checked as usual); off: every run lasts its time limit")
 	fromDir := c.String("dir", "", "run the scenario files (*.toml) in `DIR` instead of a named suite, each once, seed 1, against its expectation")
 	shard := c.String("shard", "", "run only part `i/n` of the suite: every n-th row from row i, all its seeds; `harness suite merge` joins the parts' results")
@@ -47,8 +47,8 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if *parallel < 1 {
-		return c.fail(stderr, "--parallel must be at least 1, got %d", *parallel)
+	if bad := poolOpts.invalid(); bad != "" {
+		return c.fail(stderr, "%s", bad)
 	}
 	if *stopFlag != "expected" && *stopFlag != "off" {
 		return c.fail(stderr, "--stop-on-anomaly %q: a suite's rows have expectations of their own; valid: expected, off", *stopFlag)
