@@ -10,7 +10,7 @@ IMAGE ?= lockharness/redis:local
 COMMIT  := $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/lockharness/lockharness/internal/version.commit=$(COMMIT)
 
-.PHONY: setup deps build example docker-image docker-clean test test-short fuzz testdata mutants lint bench bench-ops repro-failover repro suite suite-full report serve clean
+.PHONY: setup deps build example docker-image docker-clean test test-times test-short fuzz testdata mutants lint bench bench-ops repro-failover repro suite suite-full report serve clean
 
 ## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
 setup: deps build
@@ -54,8 +54,12 @@ docker-clean:
 
 ## test: lint, the checker's mutants, every test (including real redis-server processes under faults, and the recorded runs in testdata/), then a short fuzz of decode → check → report
 test: lint example mutants
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) run ./internal/testrun -shards $(or $(SHARDS),3)
 	$(GO) test -run '^$$' -fuzz FuzzDecodeCheckReport -fuzztime $(or $(FUZZTIME),10s) -fuzzminimizetime 20x ./reports
+
+## test-times: run every test as make test does and record the sharded packages' test times into testdata/test-times.tsv, which balances make test's shards
+test-times:
+	$(GO) run ./internal/testrun -shards $(or $(SHARDS),3) -record testdata/test-times.tsv
 
 ## example: build examples/customlock (a harness binary with a lock of its own, through the Go API) and run it for a clean, valid run
 example:

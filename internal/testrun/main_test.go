@@ -1,0 +1,65 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The shards come out within one test's time of each other, every test in
+// exactly one, a test never timed counting as the median.
+func TestBalanceDealsLongestFirst(t *testing.T) {
+	times := map[string]float64{"TestA": 140, "TestB": 80, "TestC": 50, "TestD": 45, "TestE": 10, "TestF": 10, "TestG": 5}
+	tests := []string{"TestA", "TestB", "TestC", "TestD", "TestE", "TestF", "TestG", "TestNew"}
+	groups := balance(tests, times, 3)
+	var all []string
+	loads := make([]float64, len(groups))
+	for i, g := range groups {
+		for _, name := range g {
+			all = append(all, name)
+			if s, ok := times[name]; ok {
+				loads[i] += s
+			} else {
+				loads[i] += 45 // the median of the times known
+			}
+		}
+	}
+	slices.Sort(all)
+	if want := slices.Sorted(slices.Values(tests)); !slices.Equal(all, want) {
+		t.Fatalf("tests dealt %v, want each of %v once", all, want)
+	}
+	if spread := slices.Max(loads) - slices.Min(loads); spread > 140 {
+		t.Errorf("shard loads %v: further apart than the longest test", loads)
+	}
+	if !slices.Equal(groups[0][:1], []string{"TestA"}) {
+		t.Errorf("the longest test does not open the first shard: %v", groups)
+	}
+	// A name is a pattern of its own: TestA must not also run TestAB.
+	if g := balance([]string{"TestA.b"}, nil, 1); g[0][0] != `TestA\.b` {
+		t.Errorf("names are not quoted for -run: %v", g)
+	}
+}
+
+func TestTimesRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "times.tsv")
+	r := result{tests: map[string]float64{
+		sharded[0] + ".TestSlow":                   12.5,
+		"github.com/lockharness/lockharness/x.Tst": 3, // not a sharded package's: left out
+	}}
+	if err := writeTimes(path, []result{r}); err != nil {
+		t.Fatal(err)
+	}
+	got := readTimes(path)
+	if len(got) != 1 || got["TestSlow"] != 12.5 {
+		b, _ := os.ReadFile(path)
+		t.Errorf("read back %v from\n%s", got, b)
+	}
+	if b, _ := os.ReadFile(path); !strings.HasPrefix(string(b), "# ") {
+		t.Errorf("the file does not say what it is:\n%s", b)
+	}
+	if len(readTimes(filepath.Join(t.TempDir(), "none"))) != 0 {
+		t.Error("a missing file gives times")
+	}
+}
