@@ -222,6 +222,7 @@ func (c *checker) note(format string, args ...any) {
 
 func (c *checker) result() Result {
 	r := c.res
+	r.ops = c.ops
 	if r.Liveness == "" {
 		r.Liveness = LivenessNotChecked
 	}

@@ -211,7 +211,15 @@ type Result struct {
 
 	// opts are the options the result was reached with, for WriteLinearHTML.
 	opts Options
+	// ops are the operations the history was paired into (history.Ops),
+	// for the reports drawn from the same history: pairing it again
+	// would repeat the work and could only agree.
+	ops []history.Op
 }
+
+// Ops are the operations the checker paired the history into, in invoke
+// order (history.Ops); nil for a result from another source.
+func (r Result) Ops() []history.Op { return r.ops }
 
 // Linearizable reports whether porcupine found every model's history
 // linearizable (false when it found one not linearizable or did not finish).

@@ -99,15 +99,25 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		Resource string `json:"resource"`
 	}
 	json.Unmarshal(meta.Spec, &spec)
-	// The history is checked as it is read: a soak's millions of events
-	// are never all in memory.
-	size := history.Size(histPath)
-	if !render {
-		// The plots read the whole history again, and hold it.
-		limitMemory(size)
+	opts := checker.Options{Slack: slack, Timeout: *timeout, Tables: tables, Database: spec.Resource == resource.Postgres}
+	// The pages hold the whole history: it is read once, and they are
+	// drawn from the events and the checker's operations in memory.
+	// Without them it is checked as it is read, so that a soak's millions
+	// of events are never all in memory.
+	var run *reports.Run
+	var res reports.Results
+	if render {
+		var events []history.Event
+		if events, err = history.Decode(hist); err == nil {
+			if res, err = reports.Conclude(events, meta, opts); err == nil {
+				run = reports.NewRun(events, res)
+			}
+		}
+	} else {
+		opts.SizeHint = history.Size(histPath)
+		limitMemory(opts.SizeHint)
+		res, err = reports.ConcludeStream(hist, meta, opts)
 	}
-	res, err := reports.ConcludeStream(hist, meta, checker.Options{Slack: slack, Timeout: *timeout, Tables: tables,
-		Database: spec.Resource == resource.Postgres, SizeHint: size})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness %s: %s: %v\n", name, histPath, err)
 		return exitHarness
@@ -132,21 +142,18 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		}
 	}
 	if into != "" {
-		if err := reports.WriteRunFrom(into, histPath, res, render, *single); err != nil {
+		write := func() error { return reports.WriteRunFrom(into, histPath, res, render, *single) }
+		if run != nil {
+			write = func() error { return run.Write(into, render, *single) }
+		}
+		if err := write(); err != nil {
 			fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
 			return exitHarness
 		}
 	}
-	if *png != "" || *summary {
-		// One read of the directory the pages were just drawn from serves
-		// both.
-		saved, err := reports.OpenRun(dir)
-		if err != nil {
-			fmt.Fprintf(stderr, "harness %s: %v\n", name, err)
-			return exitHarness
-		}
+	if run != nil && (*png != "" || *summary) {
 		if *png != "" {
-			from, to, err := saved.WriteAnomalyPNG(*png)
+			from, to, err := run.WriteAnomalyPNG(*png)
 			switch {
 			case errors.Is(err, reports.ErrNoAnomaly):
 				defer fmt.Fprintf(human, "  image       none written: %v\n", err)
@@ -158,7 +165,7 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 			}
 		}
 		if *summary {
-			for _, l := range saved.Takeaway().Lines() {
+			for _, l := range run.Takeaway().Lines() {
 				fmt.Fprintln(human, l)
 			}
 			return res.Valid.ExitCode()

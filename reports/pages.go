@@ -50,16 +50,16 @@ func Render(dir string) error { return RenderPages(dir, false) }
 // the same page with every plot inlined, which stands alone once copied
 // out of the run directory.
 func RenderPages(dir string, single bool) error {
-	res, err := ReadResults(dir)
+	r, err := OpenRun(dir)
 	if err != nil {
 		return fmt.Errorf("render %s: %w", dir, err)
 	}
-	events, histErr := history.ReadFile(history.InDir(dir))
-	if errors.Is(histErr, fs.ErrNotExist) || errors.Is(histErr, fs.ErrPermission) {
-		return fmt.Errorf("render %s: %w", dir, histErr)
-	}
-	a := analyse(events)
+	return r.renderPages(dir, single)
+}
 
+// renderPages draws the run's plots and pages into dir from what it holds.
+func (r *Run) renderPages(dir string, single bool) error {
+	res, a, histErr := r.Results, r.a, r.histErr
 	var problems []string
 	var errs []error
 	if histErr != nil {

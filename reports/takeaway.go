@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"sort"
 	"strings"
 	"time"
@@ -143,28 +144,45 @@ func takeaway(res Results, a *analysis) Takeaway {
 	return t
 }
 
-// SavedRun is a run directory read once, for what is drawn from it after
-// its pages (report --summary, --png).
-type SavedRun struct {
+// Run is a checked run held once: its results and its history, analysed
+// once, from which results.json, linear.html, the plots and pages, the
+// takeaway and the anomaly's image are all drawn.
+type Run struct {
 	Results Results
+	events  []history.Event
+	// histErr is why the history could be read only so far: the pages
+	// draw what there is and say so.
+	histErr error
 	a       *analysis
 }
 
-// OpenRun reads a run directory's results.json and history.
-func OpenRun(dir string) (*SavedRun, error) {
+// NewRun holds a run's events and the results checked from them; the
+// checker's own operations (checker.Result.Ops) serve the pages, which
+// pair the events again only for results that came without them.
+func NewRun(events []history.Event, res Results) *Run {
+	return &Run{Results: res, events: events, a: analyseWith(events, res.check.Ops())}
+}
+
+// OpenRun reads a run directory's results.json and history, once. A
+// history readable only in part is kept as far as it goes, with the
+// reason (the pages say where it stopped); one that cannot be opened is
+// an error.
+func OpenRun(dir string) (*Run, error) {
 	res, err := ReadResults(dir)
 	if err != nil {
 		return nil, err
 	}
-	events, err := history.ReadFile(history.InDir(dir))
-	if err != nil {
-		return nil, err
+	events, histErr := history.ReadFile(history.InDir(dir))
+	if errors.Is(histErr, fs.ErrNotExist) || errors.Is(histErr, fs.ErrPermission) {
+		return nil, histErr
 	}
-	return &SavedRun{Results: res, a: analyse(events)}, nil
+	r := NewRun(events, res)
+	r.histErr = histErr
+	return r, nil
 }
 
 // Takeaway is the run in three lines.
-func (r *SavedRun) Takeaway() Takeaway { return takeaway(r.Results, r.a) }
+func (r *Run) Takeaway() Takeaway { return takeaway(r.Results, r.a) }
 
 // ErrNoAnomaly is WriteAnomalyPNG's answer for a run without an anomaly:
 // there is no moment of one to draw.
@@ -173,7 +191,7 @@ var ErrNoAnomaly = errors.New("the run found no anomaly, so there is no moment o
 // WriteAnomalyPNG writes to path the timeline of the moments around the
 // run's first anomaly, as timeline.png draws them: one image to put on a
 // slide. It says which window it drew.
-func (r *SavedRun) WriteAnomalyPNG(path string) (from, to time.Duration, err error) {
+func (r *Run) WriteAnomalyPNG(path string) (from, to time.Duration, err error) {
 	t := timelineOf(r.a, r.Results)
 	var first *RedSpan
 	for i, s := range t.RedSpans {

@@ -195,7 +195,7 @@ type RedSpan struct {
 // fails: a malformed history (which the checker reports) still draws what
 // can be paired.
 func TimelineData(events []history.Event, res Results) Timeline {
-	return timelineOf(analyse(events), res)
+	return timelineOf(analyseWith(events, res.check.Ops()), res)
 }
 
 func timelineOf(a *analysis, res Results) Timeline {
@@ -546,7 +546,11 @@ type leaseInfo struct {
 	op int
 }
 
-func analyse(events []history.Event) *analysis {
+func analyse(events []history.Event) *analysis { return analyseWith(events, nil) }
+
+// analyseWith is analyse with the events' operations already paired
+// (history.Ops of the same events), nil to pair them here.
+func analyseWith(events []history.Event, ops []history.Op) *analysis {
 	a := &analysis{events: events, at: make(map[int]int, len(events)), opAt: make(map[int]int, len(events)),
 		leaseOf: map[int]*leaseInfo{}, seen: map[grantKey]*history.Event{}}
 	found := false // whether any probe found a grant's token at all
@@ -572,7 +576,9 @@ func analyse(events []history.Event) *analysis {
 	}
 	// A malformed history (which the checker reports) still draws what
 	// could be paired.
-	a.ops, _ = history.Ops(events)
+	if a.ops = ops; a.ops == nil {
+		a.ops, _ = history.Ops(events)
+	}
 	for j := range a.ops {
 		a.opAt[a.ops[j].Inv] = j
 		if a.ops[j].Finished() {

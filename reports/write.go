@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
@@ -28,40 +29,57 @@ func operations(r Results) int {
 
 // WriteRun writes what a checked run leaves in its directory: results.json,
 // linear.html when the check is not clean, and with render the plots and
-// index.html.
+// index.html, all from the events and the checker's operations in memory.
 func WriteRun(dir string, events []history.Event, res Results, render bool) error {
-	return writeRunWith(dir, func() ([]history.Event, error) { return events, nil }, res, render, false)
+	return NewRun(events, res).Write(dir, render, false)
 }
 
 // WriteRunFrom is WriteRun for results checked from a stream: it reads the
-// history from histPath only when a page needs its events; with single it
-// also writes report.html (see RenderPages).
+// history from histPath, once, only when a page needs its events; with
+// single it also writes report.html (see Run.Write).
 func WriteRunFrom(dir, histPath string, res Results, render, single bool) error {
-	return writeRunWith(dir, func() ([]history.Event, error) { return history.ReadFile(histPath) }, res, render, single)
+	res, drawLinear := linearDrawn(res)
+	if !render && !drawLinear {
+		return WriteResults(dir, res)
+	}
+	events, err := history.ReadFile(histPath)
+	if err != nil && len(events) == 0 {
+		return err
+	}
+	r := NewRun(events, res)
+	r.histErr = err
+	return r.Write(dir, render, single)
 }
 
-func writeRunWith(dir string, events func() ([]history.Event, error), res Results, render, single bool) error {
+// linearDrawn says whether linear.html is drawn for the results, and notes
+// in them why not when the run is too large for it.
+func linearDrawn(res Results) (Results, bool) {
 	drawLinear := res.Valid != checker.Valid || !res.check.Linearizable()
 	if n := operations(res); drawLinear && n > LinearHTMLMaxOps {
 		// Porcupine's page of a soak would hold every event in memory and
 		// draw millions of bars no browser opens.
-		drawLinear = false
-		res.Checker.Notes = append(res.Checker.Notes, fmt.Sprintf("linear.html not written: %d operations is more than its %d", n, LinearHTMLMaxOps))
+		res.Checker.Notes = append(slices.Clone(res.Checker.Notes), fmt.Sprintf("linear.html not written: %d operations is more than its %d", n, LinearHTMLMaxOps))
+		return res, false
 	}
+	return res, drawLinear
+}
+
+// Write writes the run into dir: results.json, linear.html when the check
+// is not clean, and with render the plots, timeline.html and index.html
+// (with single also report.html).
+func (r *Run) Write(dir string, render, single bool) error {
+	res, drawLinear := linearDrawn(r.Results)
+	r.Results = res
 	if err := WriteResults(dir, res); err != nil {
 		return err
 	}
 	if drawLinear {
-		evs, err := events()
-		if err != nil {
-			return err
-		}
-		if err := checker.WriteLinearHTML(filepath.Join(dir, "linear.html"), evs, res.check); err != nil {
+		if err := checker.WriteLinearHTML(filepath.Join(dir, "linear.html"), r.events, res.check); err != nil {
 			return err
 		}
 	}
 	if render {
-		return RenderPages(dir, single)
+		return r.renderPages(dir, single)
 	}
 	return nil
 }

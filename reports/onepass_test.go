@@ -1,0 +1,39 @@
+package reports
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+// The pages are drawn from the checker's own operations: for every
+// recorded run they are the operations pairing the events again gives,
+// and so is everything drawn from them.
+func TestPagesUseTheCheckersOperations(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("..", "testdata", "runs", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no recorded runs: %v", err)
+	}
+	for _, dir := range dirs {
+		events, err := history.ReadFile(history.InDir(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Conclude(events, Meta{}, checker.Options{Slack: DefaultSlack})
+		if err != nil {
+			t.Fatal(err)
+		}
+		paired, _ := history.Ops(events)
+		if ops := res.check.Ops(); len(ops) == 0 || !reflect.DeepEqual(ops, paired) {
+			t.Errorf("%s: the checker's %d operations are not the %d the events pair into", filepath.Base(dir), len(ops), len(paired))
+			continue
+		}
+		again := timelineOf(analyse(events), res)
+		if once := TimelineData(events, res); !reflect.DeepEqual(once, again) {
+			t.Errorf("%s: the timeline from the checker's operations differs from the one pairing them again", filepath.Base(dir))
+		}
+	}
+}
