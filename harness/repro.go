@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
@@ -55,11 +54,11 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		return c.fail(stderr, "%v", err)
 	}
 	override.apply(&entry.Spec)
-	plan, err := entry.Spec.Resolve()
-	if err != nil {
+	// A repro is a one-row suite: the entry for each seed.
+	plan := scenario.SeedRuns(entry, *seeds, *first)
+	if err := scenario.ResolveSuite(plan); err != nil {
 		return c.fail(stderr, "%v", err)
 	}
-	entry.Spec = plan.Spec // defaults filled in, for the lines below
 	stopKinds, err := stopOn(*stopFlag, &entry.Expect)
 	if err != nil {
 		return c.fail(stderr, "%v", err)
@@ -74,68 +73,41 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	}
 	var report strings.Builder
 	out := io.MultiWriter(human, &report)
-	fmt.Fprintf(out, "repro %s (%s): %s\n  expect %s; %d seeds from %d; %s backend\n", entry.Name, entry.Source, entry.Story, entry.Expect, *seeds, *first, entry.Spec.Backend)
+	fmt.Fprintf(out, "repro %s (%s): %s\n  expect %s; %d seeds from %d; %s backend\n", entry.Name, entry.Source, entry.Story, entry.Expect, *seeds, *first, plan[0].Spec.Backend)
 	lanes := max(1, min(*parallel, *seeds))
-	start := time.Now()
-	suite := reports.Suite{Name: "repro " + entry.Name, Started: start, Planned: *seeds}
-	row := reports.SuiteRow{Scenario: entry.Name, Spec: plan.Line(), Expect: entry.Expect.String()}
-	took := make([]time.Duration, *seeds)
-	cells := make([]*reports.SuiteCell, *seeds)
-	results := make([]*reports.Results, *seeds)
-	var mu sync.Mutex
-	var pool *scenario.Topologies
-	if *reuse {
-		pool = scenario.NewTopologies()
-		defer pool.Close()
-		pool.Expect(plan, *seeds, lanes, *store)
-	}
-	scenario.Lanes(ctx, *seeds, *parallel, nil, func(i int) {
-		p := plan
-		p.Spec.Seed = *first + int64(i)
-		opt := scenario.Options{Store: *store, CheckTimeout: *checkTimeout, StopOn: stopKinds, Reuse: pool}
-		if *verbose {
-			opt.Progress = stderr
-		}
-		runStart := time.Now()
-		res, err := scenario.Run(ctx, p, opt)
-		mu.Lock()
-		defer mu.Unlock()
-		took[i] = time.Since(runStart)
-		cell, outcome := scenario.Cell(ctx, p.Spec.Seed, took[i], res, err, &entry.Expect)
-		cell.Run = res.Dir
-		cells[i] = &cell
-		if cell.Met == nil {
-			fmt.Fprintf(out, "  seed %-4d %s\n", p.Spec.Seed, outcome)
-			return
-		}
-		results[i] = &res.Results
-		if res.Results.StoppedEarly != "" {
-			outcome += " (stopped early: " + res.Results.StoppedEarly + ")"
-		}
-		fmt.Fprintf(out, "  seed %-4d %-8s %s  %5.1fs  %s  %s\n", p.Spec.Seed, res.Results.Valid, anomalyLine(res.Results), took[i].Seconds(), outcome, res.Dir)
-	})
-	interrupted := ctx.Err() != nil
 	var runs []reports.Results
-	var ran []time.Duration
-	for i, cell := range cells {
-		if cell == nil {
-			continue
-		}
-		row.Cells = append(row.Cells, *cell)
-		ran = append(ran, took[i])
-		if results[i] != nil {
-			runs = append(runs, *results[i])
-		}
+	opt := scenario.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout, Parallel: *parallel, Reuse: *reuse,
+		StopOn: stopKinds,
+		Done: func(p scenario.Planned, cell reports.SuiteCell, outcome string, o scenario.Outcome) {
+			if cell.Met == nil {
+				fmt.Fprintf(out, "  seed %-4d %s\n", p.Spec.Seed, outcome)
+				return
+			}
+			runs = append(runs, o.Results)
+			if o.Results.StoppedEarly != "" {
+				outcome += " (stopped early: " + o.Results.StoppedEarly + ")"
+			}
+			fmt.Fprintf(out, "  seed %-4d %-8s %s  %5.1fs  %s  %s\n", p.Spec.Seed, o.Results.Valid, anomalyLine(o.Results), cell.Seconds, outcome, o.Dir)
+		}}
+	if *verbose {
+		opt.RunProgress = stderr
 	}
-	suite.Rows = []reports.SuiteRow{row}
-	suite.Complete = !interrupted
-	suite.Tally()
+	suite, dir, err := scenario.RunSuite(ctx, "repro "+entry.Name, plan, opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness repro: %v\n", err)
+		return exitHarness
+	}
+	interrupted := ctx.Err() != nil
 	if interrupted {
 		fmt.Fprintf(out, "  interrupted; %d of %d seeds met the expectation so far\n", suite.Met, len(runs))
-	}
-	suite.WallSec = time.Since(start).Seconds()
-	if !interrupted {
-		fmt.Fprintf(out, "%d of %d seeds met %q; median %.1fs per seed, %.1fs in all (%d at once)\n", suite.Met, *seeds, entry.Expect.String(), median(ran).Seconds(), time.Since(start).Seconds(), lanes)
+	} else {
+		var ran []time.Duration
+		for _, row := range suite.Rows {
+			for _, cell := range row.Cells {
+				ran = append(ran, time.Duration(cell.Seconds*float64(time.Second)))
+			}
+		}
+		fmt.Fprintf(out, "%d of %d seeds met %q; median %.1fs per seed, %.1fs in all (%d at once)\n", suite.Met, *seeds, entry.Expect.String(), median(ran).Seconds(), suite.WallSec, lanes)
 		if suite.Errors > 0 {
 			fmt.Fprintf(out, "  %d of %d seeds failed as harness errors, which say nothing of the lock (exit 255): see each one's harness.log\n", suite.Errors, *seeds)
 		}
@@ -151,6 +123,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		if err := os.WriteFile(path, []byte(report.String()), 0o644); err == nil {
 			fmt.Fprintf(human, "  written to %s\n", path)
 		}
+		fmt.Fprintf(human, "  report %s\n", filepath.Join(dir, "index.html"))
 	}
 	if code := writeOutcome(suite, *junit, *asJSON, stdout, stderr, "repro"); code != 0 {
 		return code

@@ -44,9 +44,23 @@ func ResolveSuite(ps []Planned) error {
 		if err != nil {
 			return fmt.Errorf("%s seed %d: %w", ps[i].Row, ps[i].Spec.Seed, err)
 		}
-		ps[i].plan = &plan
+		ps[i].plan, ps[i].Spec = &plan, plan.Spec
 	}
 	return nil
+}
+
+// SeedRuns is a one-row suite: entry's run for seeds seeds from first,
+// each against its expectation, as `harness repro` runs it.
+func SeedRuns(e Entry, seeds int, first int64) []Planned {
+	var out []Planned
+	for i := range seeds {
+		s := e.Spec
+		s.Name, s.Seed = e.Name, first+int64(i)
+		expect := e.Expect
+		out = append(out, Planned{Row: e.Name, Spec: s, Expect: &expect})
+	}
+	numberRows(out)
+	return out
 }
 
 // Suites are the named suites `harness suite` runs.
@@ -359,6 +373,15 @@ type SuiteOptions struct {
 	// StopEarly stops each run of an unsafe expectation once its anomaly
 	// is certain (Expect.StopOn); runs without one last their time.
 	StopEarly bool
+	// StopOn, when set, stops every run once an audit is certain of one of
+	// these anomalies instead (a verb's --stop-on-anomaly KINDS).
+	StopOn []string
+	// RunProgress gets every run's own progress lines (Options.Progress).
+	RunProgress io.Writer
+	// Done, when set, is told of every run as it finishes (one at a time,
+	// in the order they finish), for a verb's own lines in place of the
+	// Progress line: its cell, the outcome in words, and what it left.
+	Done func(p Planned, cell reports.SuiteCell, outcome string, out Outcome)
 	// Shard, when set, names which part of a sharded suite this is
 	// ("1/2"); the rows' Order still counts in the whole suite.
 	Shard string
@@ -514,8 +537,11 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 	Lanes(ctx, len(plan), opt.Parallel, longestFirst(plan, opt.StopEarly), func(i int) {
 		p := plan[i]
 		runStart := time.Now()
-		runOpt := Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, WorkerBin: opt.WorkerBin, Reuse: pool}
-		if opt.StopEarly && p.Expect != nil {
+		runOpt := Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, WorkerBin: opt.WorkerBin, Reuse: pool, Progress: opt.RunProgress}
+		switch {
+		case opt.StopOn != nil:
+			runOpt.StopOn = opt.StopOn
+		case opt.StopEarly && p.Expect != nil:
 			runOpt.StopOn = p.Expect.StopOn()
 		}
 		var out Outcome
@@ -541,7 +567,9 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 		if err := reports.WriteSuite(dir, suite); err != nil && writeErr == nil {
 			writeErr = err
 		}
-		if opt.Progress != nil {
+		if opt.Done != nil {
+			opt.Done(p, cell, outcome, out)
+		} else if opt.Progress != nil {
 			fmt.Fprintf(opt.Progress, "[%*d/%d] %-*s seed %-3d %-8s %-12s %5.1fs · elapsed %s · met %d, missed %d\n",
 				len(fmt.Sprint(len(plan))), finished, len(plan), width, p.Row, p.Spec.Seed, cell.Verdict, outcome, cell.Seconds,
 				time.Since(start).Round(time.Second), suite.Met, suite.Missed)

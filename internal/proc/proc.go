@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,7 +174,11 @@ func groupStates(pgid int) (members, stopped int) {
 // lies below the kernel's ephemeral range, which every listen on port 0
 // (the proxies) and every outgoing connection draw from: a port from that
 // range could be taken by one of them between the pick and the server's
-// bind. No port is handed out twice in a while within the process.
+// bind. No port is handed out twice in a while within the process, nor,
+// for portHold, to another process that asks here (reservePort): several
+// harnesses at once (a suite's shards, runs side by side) would otherwise
+// draw the same port between one's pick and its server's bind, which for a
+// container or a cluster's nodes takes a while.
 func FreePort() (int, error) {
 	lo := ephemeralLow()
 	base := max(lo/2, 1024)
@@ -184,7 +189,7 @@ func FreePort() (int, error) {
 	}
 	for range 200 {
 		port := base + rand.IntN(lo-base)
-		if handedOut[port] {
+		if handedOut[port] || !reservePort(port) {
 			continue
 		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
@@ -202,6 +207,39 @@ var (
 	portsMu   sync.Mutex
 	handedOut = map[int]bool{}
 )
+
+// portHold is how long a port handed out stays reserved against other
+// processes: longer than any topology takes to start its servers.
+const portHold = 2 * time.Minute
+
+// portLocks is the file whose byte N a process locks (fcntl, released at
+// its exit) while port N is reserved for it; nil when it cannot be opened,
+// and then ports are reserved within the process only.
+var portLocks = sync.OnceValue(func() *os.File {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "lockharness-ports.lock"), os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil
+	}
+	return f
+})
+
+// reservePort takes port for portHold against other processes, and
+// reports whether no other process holds it. The file is never closed: a
+// close would drop every lock the process holds on it.
+func reservePort(port int) bool {
+	f := portLocks()
+	if f == nil {
+		return true
+	}
+	lock := func(typ int16) error {
+		return syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: typ, Whence: 0, Start: int64(port), Len: 1})
+	}
+	if err := lock(syscall.F_WRLCK); err != nil {
+		return !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EACCES)
+	}
+	time.AfterFunc(portHold, func() { lock(syscall.F_UNLCK) })
+	return true
+}
 
 // ephemeralLow is the bottom of the kernel's ephemeral port range.
 func ephemeralLow() int {
