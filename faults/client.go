@@ -19,7 +19,7 @@ var pauseClient = Fault{
 	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs",
 	Options: []options.Spec{forOpt("1.5-3 TTLs")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		return freeze(ctx, env, rng, opts, "pause-client", "before-write", false)
+		return freeze(ctx, env, rng, opts, "before-write", false)
 	},
 }
 
@@ -33,7 +33,7 @@ var pausePastRelease = Fault{
 	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs, thawing it just after another client's release",
 	Options: []options.Spec{forOpt("1.5-3 TTLs, then until another client's release")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		return freeze(ctx, env, rng, opts, "pause-past-release", "before-write", true)
+		return freeze(ctx, env, rng, opts, "before-write", true)
 	},
 }
 
@@ -46,7 +46,7 @@ var pauseAcquire = Fault{
 	Summary: "SIGSTOP a client inside its recipe (redlock: with acquire replies in flight) for 1.5-3 TTLs",
 	Options: []options.Spec{forOpt("1.5-3 TTLs")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
-		return freeze(ctx, env, rng, opts, "pause-acquire", env.Clients.RecipePoint(), false)
+		return freeze(ctx, env, rng, opts, env.Clients.RecipePoint(), false)
 	},
 }
 
@@ -54,7 +54,7 @@ var pauseAcquire = Fault{
 // for option) and records the window; with afterRelease it also waits (at
 // most 3 TTLs more) for another client's release before thawing. A run
 // that ends first resumes it at once.
-func freeze(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, fault, point string, afterRelease bool) error {
+func freeze(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, point string, afterRelease bool) error {
 	hold := hold(opts, rng, scale(env.TTL, 1.5), 3*env.TTL)
 	slot, resume, _, err := env.Clients.Freeze(ctx, point)
 	if err != nil {

@@ -42,7 +42,7 @@ var delayWrite = Fault{
 		}
 		end := env.Begin(history.Facts{Clients: []int{slot}, HoldNs: int64(delay)}, fmt.Sprintf("its write to the database held up %v", delay))
 		if err := resume(); err != nil {
-			end("the client could not be resumed")
+			end("the client could not be resumed", history.Facts{Failed: "the client could not be resumed"})
 			return err
 		}
 		// Whatever the client sends first waits the whole delay; the

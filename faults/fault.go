@@ -496,7 +496,7 @@ func (e *Env) Begin(facts history.Facts, detail string) func(detail string, end 
 		if len(end) > 0 {
 			ended = end[0]
 		}
-		ended.Nodes, ended.Clients, ended.Key, ended.Shard = facts.Nodes, facts.Clients, facts.Key, facts.Shard
+		ended.Nodes, ended.Clients, ended.AllClients, ended.Key, ended.Shard = facts.Nodes, facts.Clients, facts.AllClients, facts.Key, facts.Shard
 		if !e.Until.IsZero() && !time.Now().Before(e.Until) {
 			// What the start said it drew is not what ran.
 			endDetail += " (cut short by the time limit)"

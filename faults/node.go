@@ -94,7 +94,7 @@ var killNode = Fault{
 		end := env.Begin(history.Facts{Nodes: []string{n.Name()}, After: after, HoldNs: int64(delay)}, afterWords(after, "no grant seen")+"; restart in "+delay.String())
 		wasUp := n.Running()
 		if err := n.Kill(); err != nil {
-			end("kill failed")
+			end("kill failed", history.Facts{Failed: "kill failed"})
 			return err
 		}
 		down := env.Rec.Now()
@@ -112,7 +112,7 @@ var killNode = Fault{
 // (none, without persistence).
 func restarted(env *Env, n cluster.Node, err error) (string, history.Facts) {
 	if err != nil {
-		return "restart failed: " + err.Error(), history.Facts{}
+		return "restart failed: " + err.Error(), history.Facts{Failed: "restart failed: " + err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

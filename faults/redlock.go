@@ -92,7 +92,7 @@ var partitionMajorities = Fault{
 		for slot := range all {
 			all[slot] = slot
 		}
-		return blackholeFor(ctx, env, history.Facts{Clients: all}, strings.Join(views, "; "), links, hold)
+		return blackholeFor(ctx, env, history.Facts{Clients: all, AllClients: true}, strings.Join(views, "; "), links, hold)
 	},
 }
 
@@ -131,7 +131,7 @@ var partitionMinority = Fault{
 			}
 		}
 		hold := hold(opts, rng, env.TTL, 2*env.TTL)
-		return blackholeFor(ctx, env, history.Facts{Clients: slots}, "cut from "+strings.Join(names, ","), links, hold)
+		return blackholeFor(ctx, env, history.Facts{Clients: slots, Unreachable: names}, "cut from "+strings.Join(names, ","), links, hold)
 	},
 }
 
@@ -153,7 +153,7 @@ func linksFor(ctx context.Context, env *Env, facts history.Facts, detail string,
 	end := env.Begin(facts, detail+", for "+hold.String())
 	sleep(ctx, hold)
 	if err := healAll(links); err != nil {
-		end("not healed: " + err.Error())
+		end("not healed: "+err.Error(), history.Facts{Failed: "not healed: " + err.Error()})
 		return err
 	}
 	end("healed")

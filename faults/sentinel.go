@@ -346,7 +346,7 @@ var failover = Fault{
 func askFailover(ctx context.Context, env *Env, p cluster.Node, mode, what string) error {
 	end := env.Begin(primaryTarget(env, p), what)
 	if err := env.Cluster.Failover(ctx, env.Key, mode); err != nil {
-		end("refused: " + err.Error())
+		end("refused: "+err.Error(), history.Facts{Failed: "refused: " + err.Error()})
 		return nil
 	}
 	deadline := time.Now().Add(15 * time.Second)
@@ -358,7 +358,7 @@ func askFailover(ctx context.Context, env *Env, p cluster.Node, mode, what strin
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	end("no new primary")
+	end("no new primary", history.Facts{Failed: "no new primary"})
 	return nil
 }
 

@@ -21,6 +21,11 @@ type Facts struct {
 	// killed, cut off or slowed. A fault on a node that also cuts some
 	// clients off names the node in Nodes and the clients here.
 	Clients []int `json:"clients,omitempty"`
+	// AllClients marks a client fault on every client there is.
+	AllClients bool `json:"all_clients,omitempty"`
+	// Unreachable are the nodes a client fault cut its clients off from,
+	// where it cut them from some only.
+	Unreachable []string `json:"unreachable,omitempty"`
 	// Key and Shard are, on a cluster, the lock key a primary-side fault
 	// aimed at and the shard serving it ("slot 9244 of 5461-10921").
 	Key   string `json:"key,omitempty"`
@@ -44,6 +49,10 @@ type Facts struct {
 	// CutShort marks an end the run's time limit brought early: the
 	// window held less than the start said.
 	CutShort bool `json:"cut_short,omitempty"`
+	// Failed is, at an end, why the fault did not do all it set out to (a
+	// kill or restart that failed, a failover refused, links not healed,
+	// no new primary), in words; "" when it did.
+	Failed string `json:"failed,omitempty"`
 
 	// Replaced is, for a promotion the harness saw (a sentinel's
 	// switch-master, a shard's slots taken over), the primary that Nodes[0]
@@ -133,6 +142,14 @@ func (c Copy) Words() string {
 	return s
 }
 
+// Answers are a grant probe's answers, none for other events.
+func (f *Facts) Answers() []Copy {
+	if f == nil {
+		return nil
+	}
+	return f.Copies
+}
+
 // Holders are the nodes that held the grant, primaries first.
 func (f *Facts) Holders() []string {
 	if f == nil {
@@ -162,6 +179,9 @@ func (f *Facts) Subject() string {
 			s += " (" + f.Key + ", " + f.Shard + ")"
 		}
 		return s
+	}
+	if f.AllClients {
+		return "all clients"
 	}
 	return ClientWords(f.Clients)
 }

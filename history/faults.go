@@ -1,5 +1,7 @@
 package history
 
+import "cmp"
+
 // FaultWindow is one nemesis fault: the positions in a history of its start
 // event and of the end event paired with it (End is -1 when the history
 // never ended it).
@@ -19,7 +21,9 @@ func FaultWindows(events []Event) []FaultWindow {
 		if !e.IsNemesis() {
 			continue
 		}
-		k := id{e.F, e.Subject()}
+		// A window's end carries its start's subject; a history from
+		// elsewhere whose targets say none pairs by its words.
+		k := id{e.F, cmp.Or(e.Subject(), e.Target)}
 		switch e.Phase {
 		case Start:
 			open[k] = append(open[k], len(windows))

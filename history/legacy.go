@@ -38,7 +38,19 @@ func legacyFacts(e *Event) {
 	}
 	legacySubject(e.Target, f)
 	d := e.Detail
+	if e.Target == "all clients" {
+		f.AllClients = true
+		for _, m := range oldSees.FindAllStringSubmatch(d, -1) {
+			if n, err := strconv.Atoi(m[1]); err == nil {
+				f.Clients = append(f.Clients, n)
+			}
+		}
+	}
 	if e.Phase == End {
+		f.CutShort = strings.HasSuffix(d, "(cut short by the time limit)")
+		if m := oldFailed.FindString(d); m != "" {
+			f.Failed = strings.TrimSuffix(d, " (cut short by the time limit)")
+		}
 		if m := oldRestarted.FindStringSubmatch(d); m != nil {
 			keys, _ := strconv.ParseInt(m[1], 10, 64)
 			f.Keys, f.Persistence = &keys, m[2]
@@ -53,8 +65,11 @@ func legacyFacts(e *Event) {
 		delay, _ := time.ParseDuration(m[1])
 		f.After = &AfterGrant{Client: client, DelayNs: int64(delay)}
 	}
-	if m := oldCutClients.FindStringSubmatch(d); m != nil {
+	if m := oldCutClients.FindStringSubmatch(d); m != nil && len(f.Nodes) > 0 {
 		f.Clients = oldSlots(m[1])
+	}
+	if m := oldCutFrom.FindStringSubmatch(d); m != nil && e.F == "partition-minority" {
+		f.Unreachable = strings.Split(m[1], ",")
 	}
 	if m := oldHold.FindAllStringSubmatch(d, -1); len(m) > 0 {
 		if hold, err := time.ParseDuration(m[len(m)-1][1]); err == nil {
@@ -101,13 +116,16 @@ func FactsFromWords(e Event) *Facts {
 // The words of schema 1 nemesis events.
 var (
 	oldReplaced      = regexp.MustCompile(`^(\S+) replaced (\S+) as primary$`)
-	oldSlotOwner     = regexp.MustCompile(`^(\S+) took slots (\S+) from (\S+) \(config epoch (\d+)\)$`)
+	oldSlotOwner     = regexp.MustCompile(`^(\S+) took slots (\S+) from (\S*) \(config epoch (\d+)\)$`)
 	oldRole          = regexp.MustCompile(`^(\S+) is now (.+) \(was (.+)\)$`)
 	oldRestarted     = regexp.MustCompile(`^restarted empty \((\d+) keys; persistence (\S+)\)`)
 	oldRestartedWith = regexp.MustCompile(`^restarted with (\d+) keys \(persistence (\S+)\)`)
 	oldAfter         = regexp.MustCompile(`(?:(\S+) after )?client (\d+)(?: just)? acquired`)
 	oldCutClients    = regexp.MustCompile(`(?:peers and|with) clients? ([\d,]+) `)
-	oldHold          = regexp.MustCompile(`\bfor ([0-9.]+(?:ns|µs|us|ms|s|m|h)(?:[0-9.]+(?:ns|µs|us|ms|s))*)`)
+	oldHold          = regexp.MustCompile(`\b(?:for|held up|restart in) ([0-9.]+(?:ns|µs|us|ms|s|m|h)(?:[0-9.]+(?:ns|µs|us|ms|s|m|h))*)`)
+	oldSees          = regexp.MustCompile(`client (\d+) sees `)
+	oldCutFrom       = regexp.MustCompile(`^cut from (\S+), for`)
+	oldFailed        = regexp.MustCompile(`^(kill failed|restart failed|refused|not healed|no new primary)`)
 	oldPaused        = regexp.MustCompile(`^(frozen|killed) at (\S+)`)
 	oldStrobe        = regexp.MustCompile(`^between (\S+) and (\S+) every (\S+) for`)
 	oldTarget        = regexp.MustCompile(`^(\S+) \((\S+), (.+)\)$`)

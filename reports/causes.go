@@ -119,6 +119,9 @@ func factWords(b Band) string {
 	if len(f.Nodes) > 0 && len(f.Clients) > 0 {
 		parts = append(parts, "with "+history.ClientWords(f.Clients))
 	}
+	if len(f.Unreachable) > 0 {
+		parts = append(parts, "cut from "+strings.Join(f.Unreachable, ","))
+	}
 	if f.PausedAt != "" {
 		verb := "killed"
 		if f.Frozen {
@@ -126,11 +129,18 @@ func factWords(b Band) string {
 		}
 		parts = append(parts, verb+" at "+f.PausedAt)
 	}
-	if a := f.After; a != nil {
+	switch a := f.After; {
+	case a != nil && a.DelayNs == 0:
+		parts = append(parts, fmt.Sprintf("just after client %d's grant", a.Client))
+	case a != nil:
 		parts = append(parts, fmt.Sprintf("%v after client %d's grant", time.Duration(a.DelayNs), a.Client))
 	}
+	if b.Ended != nil && b.Ended.Failed != "" {
+		// What it set out to hold did not happen as planned.
+		return strings.Join(append(parts, "it failed: "+b.Ended.Failed), "; ")
+	}
 	if f.HoldNs > 0 {
-		parts = append(parts, "held "+f.Hold().String())
+		parts = append(parts, "meant to hold "+f.Hold().String())
 	}
 	if b.Ended != nil && b.Ended.CutShort {
 		parts = append(parts, "cut short by the time limit")

@@ -191,8 +191,8 @@ func (a *analysis) foundOn(o opInfo) string {
 	if seen == nil || o.Token == "" {
 		return ""
 	}
-	answers := make([]string, len(seen.Facts.Copies))
-	for i, c := range seen.Facts.Copies {
+	answers := make([]string, len(seen.Facts.Answers()))
+	for i, c := range seen.Facts.Answers() {
 		answers[i] = c.Words()
 	}
 	return "; just after, " + strings.Join(answers, "; ")

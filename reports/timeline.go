@@ -622,7 +622,7 @@ func (a *analysis) buildLeases() {
 			l.ProbedWithin = seen.At() - l.Start
 			l.Nodes = seen.Facts.Holders()
 			var primaries []string
-			for _, c := range seen.Facts.Copies {
+			for _, c := range seen.Facts.Answers() {
 				switch {
 				case c.Holds == history.HoldsToken && c.Role == "primary":
 					primaries = append(primaries, c.Node)

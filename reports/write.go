@@ -38,13 +38,17 @@ func WriteRun(dir string, events []history.Event, res Results, render bool) erro
 // history from histPath, once, only when a page needs its events; with
 // single it also writes report.html (see Run.Write).
 func WriteRunFrom(dir, histPath string, res Results, render, single bool) error {
-	res, drawLinear := linearDrawn(res)
-	if !render && !drawLinear {
-		return WriteResults(dir, res)
+	if noted, drawLinear := linearDrawn(res); !render && !drawLinear {
+		return WriteResults(dir, noted)
 	}
 	events, err := history.ReadFile(histPath)
 	if err != nil && len(events) == 0 {
 		return err
+	}
+	if !render {
+		// Only linear.html needs the events; no page is drawn.
+		r := &Run{Results: res, events: events}
+		return r.Write(dir, false, false)
 	}
 	r := NewRun(events, res)
 	r.histErr = err

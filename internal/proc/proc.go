@@ -216,16 +216,23 @@ const portHold = 2 * time.Minute
 // its exit) while port N is reserved for it; nil when it cannot be opened,
 // and then ports are reserved within the process only.
 var portLocks = sync.OnceValue(func() *os.File {
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "lockharness-ports.lock"), os.O_RDWR|os.O_CREATE, 0o666)
+	// One file per user: another user's file in a sticky temp directory
+	// could not be opened for writing.
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("lockharness-ports-%d.lock", os.Getuid())), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockharness: ports are reserved within this process only: %v\n", err)
 		return nil
 	}
 	return f
 })
 
+// reserved is when each port this process reserved against the others
+// is given back; a later reservation of the same port extends it.
+var reserved = map[int]time.Time{}
+
 // reservePort takes port for portHold against other processes, and
-// reports whether no other process holds it. The file is never closed: a
-// close would drop every lock the process holds on it.
+// reports whether no other process holds it; portsMu is held. The file is
+// never closed: a close would drop every lock the process holds on it.
 func reservePort(port int) bool {
 	f := portLocks()
 	if f == nil {
@@ -237,7 +244,17 @@ func reservePort(port int) bool {
 	if err := lock(syscall.F_WRLCK); err != nil {
 		return !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EACCES)
 	}
-	time.AfterFunc(portHold, func() { lock(syscall.F_UNLCK) })
+	until := time.Now().Add(portHold)
+	reserved[port] = until
+	time.AfterFunc(portHold, func() {
+		portsMu.Lock()
+		defer portsMu.Unlock()
+		// Only the last reservation of the port gives it back.
+		if reserved[port].Equal(until) {
+			delete(reserved, port)
+			lock(syscall.F_UNLCK)
+		}
+	})
 	return true
 }
 

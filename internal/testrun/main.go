@@ -111,9 +111,12 @@ func goList(patterns []string) ([]string, error) {
 
 // listTests names a package's top-level tests.
 func listTests(pkg string) ([]string, error) {
-	out, err := exec.Command("go", "test", "-list", ".", pkg).Output()
+	cmd := exec.Command("go", "test", "-list", ".", pkg)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go test -list . %s: %w", pkg, err)
+		return nil, fmt.Errorf("go test -list . %s: %w\n%s%s", pkg, err, out, stderr.Bytes())
 	}
 	var tests []string
 	for _, line := range strings.Split(string(out), "\n") {
@@ -227,6 +230,9 @@ func (r *result) take(e event) {
 		key += "." + e.Test
 	}
 	switch e.Action {
+	case "build-output":
+		// A compiler's words (go 1.24 and later send them here).
+		fmt.Print(e.Output)
 	case "output":
 		b := r.output[key]
 		if b == nil {

@@ -1,0 +1,63 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/internal/options"
+	"github.com/lockharness/lockharness/locks"
+)
+
+// A fault and a recipe added outside their packages, each one value and
+// one registration, are in `harness list` with where they apply, and the
+// fault is in run's --nemesis help and taken by --nemesis, with no other
+// edit.
+func TestAddedFaultAndRecipeAreListed(t *testing.T) {
+	stall := faults.Fault{Name: "test-stall", Summary: "a fault of this test", Needs: []cluster.Capability{cluster.NodeControl},
+		Run: func(context.Context, *faults.Env, *rand.Rand, options.Values) error { return nil }}
+	saved := faults.Registry
+	faults.Registry = append(slices.Clone(saved), stall)
+	t.Cleanup(func() { faults.Registry = saved })
+	cad, err := locks.Lookup("cad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := cad
+	mine.Name, mine.Summary = "test-lock", "a recipe of this test"
+	savedRecipes := slices.Clone(locks.Recipes)
+	if err := locks.Register(mine); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { locks.Recipes = savedRecipes })
+
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"list"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("list: exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"test-stall", "a fault of this test", "test-lock", "a recipe of this test"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("harness list lacks %q", want)
+		}
+	}
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "test-stall") && (!strings.Contains(line, "single") || strings.Contains(line, "target,")) {
+			t.Errorf("the added fault's line does not say where it applies (node-control: not on a target): %q", line)
+		}
+	}
+	stdout.Reset()
+	stderr.Reset()
+	run([]string{"run", "--help"}, &stdout, &stderr)
+	if help := stdout.String() + stderr.String(); !strings.Contains(help, "test-stall") {
+		t.Errorf("run --help's --nemesis does not name the added fault:\n%s", help)
+	}
+	stderr.Reset()
+	if code := run([]string{"run", "--nemesis", "test-stal", "--time-limit", "1s"}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "did you mean test-stall?") {
+		t.Errorf("a misspelt added fault: exit %d, %s", code, stderr.String())
+	}
+}
