@@ -25,11 +25,9 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	nemesisList := c.String("nemesis", "none", "the faults, comma-separated: one column each (none is added if missing)")
 	ttlList := c.String("ttl", "", "lease times, comma-separated: more than one adds a column per ttl under each fault (default "+base.TTL.String()+")")
 	seeds := c.Int("seeds", 3, "seeds per cell, 1 to N")
-	c.StringVar(&base.Topology, "topology", base.Topology, "run every lock on this topology instead of its own")
-	c.Var(&base.TimeLimit, "time-limit", "how long each run's clients run under faults")
-	c.IntVar(&base.Clients, "clients", base.Clients, "number of concurrent lock clients")
-	c.Var(&base.Hold, "hold", "how long a client holds the lock after its write")
-	c.StringVar(&base.Backend, "backend", base.Backend, "where nodes run: local, docker")
+	// The spec's own flags, as run declares them; --topology, given, runs
+	// every lock there instead of on its own.
+	base.RegisterFlagsNamed(c.FlagSet, "topology", "time-limit", "clients", "hold", "backend", "image")
 	store := c.storeFlag("the comparison goes to STORE/suites/TIMESTAMP/")
 	checkTimeout := c.checkTimeoutFlag()
 	poolOpts := c.poolFlags("runs", "")

@@ -186,6 +186,21 @@ func Defaults() Spec {
 // RegisterFlags binds every field of the spec to a flag of fs, each
 // defaulting to the spec's current value. `harness run` parses its command
 // line with them and Command writes them back, so the two cannot drift.
+// RegisterFlagsNamed registers only the named flags of RegisterFlags, as
+// it declares them, for a verb that takes a few spec settings (compare).
+// A name RegisterFlags does not declare panics: it is the caller's typo.
+func (s *Spec) RegisterFlagsNamed(fs *flag.FlagSet, names ...string) {
+	all := flag.NewFlagSet("spec", flag.ContinueOnError)
+	s.RegisterFlags(all)
+	for _, name := range names {
+		f := all.Lookup(name)
+		if f == nil {
+			panic("scenario: no spec flag --" + name)
+		}
+		fs.Var(f.Value, f.Name, f.Usage)
+	}
+}
+
 func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.Topology, "topology", s.Topology, "topology: "+strings.Join(cluster.Topologies, ", "))
 	fs.StringVar(&s.Target, "target", s.Target, "run against an existing deployment the harness did not start, through its proxies: `URL` redis://[USER:PASSWORD@]HOST:PORT or rediss://...[?ca=FILE], or a Sentinel deployment redis-sentinel://[USER:PASSWORD@]HOST:PORT,HOST:PORT,.../MASTER (password also from $"+cluster.TargetPasswordEnv+"); only client and link faults; keys get the prefix "+TargetKeyPrefix)
