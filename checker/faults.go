@@ -48,9 +48,9 @@ func (c *checker) faultsDuring(from, to int64) string {
 		}
 		end := "not healed"
 		if f.end != history.Forever {
-			end = history.Secs(f.end)
+			end = Secs(f.end)
 		}
-		names = append(names, fmt.Sprintf("%s (%s to %s)", s, history.Secs(f.start), end))
+		names = append(names, fmt.Sprintf("%s (%s to %s)", s, Secs(f.start), end))
 	}
 	if len(names) == 0 {
 		return ""

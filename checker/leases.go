@@ -89,9 +89,9 @@ type foreignUse struct {
 // none renews by the acquire's ttl.
 func extendTTL(ext, acq *history.Op) int64 {
 	if ext.TTLMs > 0 {
-		return history.LeaseNs(ext.TTLMs)
+		return ext.TTLNs
 	}
-	return history.LeaseNs(acq.TTLMs)
+	return acq.TTLNs
 }
 
 // auditLeases finds double grants and foreign releases.
@@ -166,9 +166,9 @@ func (c *checker) auditLeases() {
 // if the lease may still have been live when it was invoked; a later one
 // cannot have extended this lease, so it is foreign if it succeeded.
 func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, foreign *[]foreignUse) lease {
-	ttl := history.LeaseNs(acq.TTLMs)
-	l := lease{acq: acq, start: acq.DoneT, certEnd: history.Plus(acq.InvT, ttl)}
-	hi := history.Plus(acq.DoneT, ttl) // may be live until here, before slack
+	ttl := acq.TTLNs
+	l := lease{acq: acq, start: acq.DoneT, certEnd: plus(acq.InvT, ttl)}
+	hi := plus(acq.DoneT, ttl) // may be live until here, before slack
 	var hiBy *history.Op
 	// An extend sets the lease's remaining length (PEXPIRE), shorter or
 	// longer: the last one to land decides. lastOK is the latest extend
@@ -177,9 +177,9 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, for
 	var lastOK *history.Op
 	minUnknown := history.Forever
 	for _, u := range uses {
-		late := u.InvT > history.Plus(hi, c.slack)
+		late := u.InvT > plus(hi, c.slack)
 		if late && audit && u.Type == history.OK {
-			*foreign = append(*foreign, foreignUse{use: u, acq: acq, hi: history.Plus(hi, c.slack), hiBy: hiBy})
+			*foreign = append(*foreign, foreignUse{use: u, acq: acq, hi: plus(hi, c.slack), hiBy: hiBy})
 		}
 		switch u.F {
 		case history.Release:
@@ -195,19 +195,19 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, for
 			d := extendTTL(u, acq)
 			switch u.Type {
 			case history.OK:
-				end := history.Plus(u.InvT, min(d, minUnknown))
+				end := plus(u.InvT, min(d, minUnknown))
 				if lastOK == nil || u.InvT >= lastOK.DoneT || end < l.certEnd {
 					// This extend landed after the previous one, or
 					// may have (they overlap): its length counts.
 					l.certEnd, l.certBy = end, u
 				}
 				lastOK = u
-				if end := history.Plus(u.DoneT, d); end > hi {
+				if end := plus(u.DoneT, d); end > hi {
 					hi, hiBy = end, u
 				}
 			case history.Info:
 				minUnknown = min(minUnknown, d)
-				if end := history.Plus(u.InvT, d); end < l.certEnd {
+				if end := plus(u.InvT, d); end < l.certEnd {
 					l.certEnd, l.certBy = end, u
 				}
 				hi, hiBy = history.Forever, u
@@ -243,7 +243,7 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, for
 	if c.horizon > 0 && l.certEnd > c.horizon {
 		l.certEnd, l.certBy, l.byHorizon = c.horizon, nil, true
 	}
-	l.hi, l.hiBy = history.Plus(hi, c.slack), hiBy
+	l.hi, l.hiBy = plus(hi, c.slack), hiBy
 	l.mayEnd = l.hi
 	if c.unseen != nil && c.unseen[acq.TokenID] {
 		l.mayEnd = history.Forever
@@ -313,8 +313,8 @@ func (c *checker) overlaps(key string, ls []*lease) {
 
 func (c *checker) reportDoubleGrant(key string, a, b *lease) {
 	narrative := fmt.Sprintf("%s %s acquired %s, %s; %s %s acquired %s, %s",
-		history.Secs(a.start), who(a.acq), grantee(a.acq), c.certainUntil(a),
-		history.Secs(b.start), who(b.acq), grantee(b.acq), c.certainUntil(b))
+		Secs(a.start), who(a.acq), grantee(a.acq), c.certainUntil(a),
+		Secs(b.start), who(b.acq), grantee(b.acq), c.certainUntil(b))
 	c.report(DoubleGrant, key, positions(a.acq, b.acq, a.certBy, b.certBy), narrative)
 }
 
@@ -322,16 +322,16 @@ func (c *checker) certainUntil(l *lease) string {
 	if l.certEnd == history.Forever {
 		return "held with no expiry and no release"
 	}
-	s := "certainly held until " + history.Secs(l.certEnd)
+	s := "certainly held until " + Secs(l.certEnd)
 	switch {
 	case l.byHorizon:
 		return s + " (as far as the history recorded so far goes)"
 	case l.certBy == nil:
-		s += fmt.Sprintf(" (ttl %d ms from its invoke at %s", l.acq.TTLMs, history.Secs(l.acq.InvT))
+		s += fmt.Sprintf(" (ttl %d ms from its invoke at %s", l.acq.TTLMs, Secs(l.acq.InvT))
 	case l.certBy.F == history.Extend:
-		s += fmt.Sprintf(" (extended at %s for %d ms", history.Secs(l.certBy.InvT), extendTTL(l.certBy, l.acq)/1e6)
+		s += fmt.Sprintf(" (extended at %s for %d ms", Secs(l.certBy.InvT), extendTTL(l.certBy, l.acq)/1e6)
 	default:
-		s += fmt.Sprintf(" (release asked at %s", history.Secs(l.certBy.InvT))
+		s += fmt.Sprintf(" (release asked at %s", Secs(l.certBy.InvT))
 	}
 	if c.slack > 0 && (l.certBy == nil || l.certBy.F == history.Extend || l.certBy.Background) {
 		s += fmt.Sprintf(", less %.3f s slack", float64(c.slack)/1e9)
@@ -344,11 +344,11 @@ func (c *checker) certainUntil(l *lease) string {
 // one the finding's events show (the grant's answer, or the answer of the
 // extend that set it: hiBy, which the finding must include).
 func (c *checker) expiredBy(hi int64, hiBy, acq *history.Op) string {
-	s := "expired by " + history.Secs(hi)
+	s := "expired by " + Secs(hi)
 	if hiBy == nil {
-		s += fmt.Sprintf(" (ttl %d ms from its grant at %s", acq.TTLMs, history.Secs(acq.DoneT))
+		s += fmt.Sprintf(" (ttl %d ms from its grant at %s", acq.TTLMs, Secs(acq.DoneT))
 	} else {
-		s += fmt.Sprintf(" (%d ms from its extend answered at %s", extendTTL(hiBy, acq)/1e6, history.Secs(hiBy.DoneT))
+		s += fmt.Sprintf(" (%d ms from its extend answered at %s", extendTTL(hiBy, acq)/1e6, Secs(hiBy.DoneT))
 	}
 	if c.slack > 0 {
 		s += fmt.Sprintf(", plus %.3f s slack", float64(c.slack)/1e9)
@@ -362,19 +362,19 @@ func (c *checker) reportForeign(f foreignUse) {
 	if u.F == history.Extend {
 		verb = "extended"
 	}
-	narrative := fmt.Sprintf("%s %s %s %s token %s (ok)", history.Secs(u.InvT), who(u), verb, u.Key, u.Token)
+	narrative := fmt.Sprintf("%s %s %s %s token %s (ok)", Secs(u.InvT), who(u), verb, u.Key, u.Token)
 	switch {
 	case f.acq == nil:
 		narrative += ", but no acquire of that token appears in the history"
 	case f.acq.Type == history.Fail:
-		narrative += fmt.Sprintf(", but its acquire at %s failed: the token was never granted", history.Secs(f.acq.InvT))
+		narrative += fmt.Sprintf(", but its acquire at %s failed: the token was never granted", Secs(f.acq.InvT))
 	default:
 		narrative += fmt.Sprintf(", but that lease, granted to %s, had %s", who(f.acq), c.expiredBy(f.hi, f.hiBy, f.acq))
 	}
 	ps := positions(f.acq, f.hiBy, u)
 	if other := c.holderAt(u.Key, u.InvT, f.acq); other != nil {
 		narrative += fmt.Sprintf("; the latest grant of %s before then was %s to %s at %s",
-			u.Key, token(other.acq), who(other.acq), history.Secs(other.start))
+			u.Key, token(other.acq), who(other.acq), Secs(other.start))
 		ps = append(ps, positions(other.acq)...)
 	}
 	c.report(ForeignRelease, u.Key, ps, narrative)

@@ -65,18 +65,18 @@ func (c *checker) reportStuck(key string, attempts []*history.Op) {
 		}
 	}
 	narrative := fmt.Sprintf("after healing, no acquire of %s succeeded between %s and %s (%s: %d failed, %d unknown)",
-		key, history.Secs(from), history.Secs(to), count(int64(len(attempts)), "attempt"), failed, unknown)
+		key, Secs(from), Secs(to), count(int64(len(attempts)), "attempt"), failed, unknown)
 	ps := positions(attempts...)
 	if ls := c.leases[key]; len(ls) > 0 {
 		l := ls[len(ls)-1]
-		narrative += fmt.Sprintf("; the last grant of %s was %s to %s at %s", key, token(l.acq), who(l.acq), history.Secs(l.start))
+		narrative += fmt.Sprintf("; the last grant of %s was %s to %s at %s", key, token(l.acq), who(l.acq), Secs(l.start))
 		switch r := l.release; {
 		case r == nil:
 			narrative += ", which was never released"
 		case !r.Finished():
-			narrative += fmt.Sprintf(", whose release asked at %s never completed", history.Secs(r.InvT))
+			narrative += fmt.Sprintf(", whose release asked at %s never completed", Secs(r.InvT))
 		default:
-			narrative += fmt.Sprintf(", whose release asked at %s ended %s", history.Secs(r.InvT), r.Type)
+			narrative += fmt.Sprintf(", whose release asked at %s ended %s", Secs(r.InvT), r.Type)
 		}
 		ps = append(ps, positions(l.acq, l.release)...)
 	} else {

@@ -48,7 +48,7 @@ func TestAuditPrefixNeverOutrunsTheCheck(t *testing.T) {
 				}
 				if full.Anomalies[got.Anomaly] == 0 {
 					t.Fatalf("at %s the online audit was certain of %s (%s), but the whole history has none",
-						history.Secs(now), got.Anomaly, got.Narrative)
+						Secs(now), got.Anomaly, got.Narrative)
 				}
 				if caughtAt < 0 {
 					caughtAt = now
@@ -63,7 +63,7 @@ func TestAuditPrefixNeverOutrunsTheCheck(t *testing.T) {
 				t.Errorf("the check found %v, the online audit nothing before the end", full.Anomalies)
 			}
 			if caughtAt >= 0 {
-				t.Logf("caught at %s of %s", history.Secs(caughtAt), history.Secs(end))
+				t.Logf("caught at %s of %s", Secs(caughtAt), Secs(end))
 			}
 		})
 	}

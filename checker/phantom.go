@@ -26,14 +26,14 @@ func (c *checker) auditPhantoms() {
 		out := down.covering(o.InvT, o.DoneT)
 		spans := make([]string, len(out))
 		for i, d := range out {
-			spans[i] = fmt.Sprintf("%s from %s until %s", d.Node, history.Secs(d.From), history.Secs(d.Until))
+			spans[i] = fmt.Sprintf("%s from %s until %s", d.Node, Secs(d.From), Secs(d.Until))
 		}
 		node := "the lock's one node was"
 		if down.of > 1 {
 			node = fmt.Sprintf("all %d of the lock's nodes were", down.of)
 		}
 		narrative := fmt.Sprintf("%s %s asked for %s; at %s it was told it holds it, but %s down from before it asked until after its answer (%s): no server can have granted it",
-			history.Secs(o.InvT), who(o), grantee(o), history.Secs(o.DoneT), node, strings.Join(spans, ", "))
+			Secs(o.InvT), who(o), grantee(o), Secs(o.DoneT), node, strings.Join(spans, ", "))
 		c.report(PhantomGrant, o.Key, positions(o), narrative)
 	}
 }

@@ -79,8 +79,8 @@ func (c *checker) reportRefused(w *history.Op, l *lease, idx *liveIndex, accepte
 	}
 	narrative := fmt.Sprintf("%s %s acquired %s, %s; %s it sent a write with fence %d, which %s refused at %s%s; "+
 		"no other grant of %s that could have made it refuse may have been live (%s), so no newer fence could rightly exist",
-		history.Secs(g.DoneT), who(g), grantee(g), c.certainUntil(l),
-		history.Secs(w.InvT), w.Fence, refuser, history.Secs(w.DoneT), why, w.Key, liveSpan(l, w))
+		Secs(g.DoneT), who(g), grantee(g), c.certainUntil(l),
+		Secs(w.InvT), w.Fence, refuser, Secs(w.DoneT), why, w.Key, liveSpan(l, w))
 	ps := positions(g, w)
 	held, by := c.heldBefore(w, accepted)
 	narrative += "; " + held
@@ -97,9 +97,9 @@ func (c *checker) reportRefused(w *history.Op, l *lease, idx *liveIndex, accepte
 // newerMayBeLive judges them.
 func liveSpan(l *lease, w *history.Op) string {
 	if w.FenceChecked {
-		return fmt.Sprintf("none with a higher fence from its grant at %s to the refusal at %s", history.Secs(l.start), history.Secs(w.DoneT))
+		return fmt.Sprintf("none with a higher fence from its grant at %s to the refusal at %s", Secs(l.start), Secs(w.DoneT))
 	}
-	return fmt.Sprintf("none from the write's invoke at %s to the refusal at %s", history.Secs(w.InvT), history.Secs(w.DoneT))
+	return fmt.Sprintf("none from the write's invoke at %s to the refusal at %s", Secs(w.InvT), Secs(w.DoneT))
 }
 
 // heldBefore says what the resource held when the refused write w was
@@ -136,9 +136,9 @@ func (c *checker) heldBefore(w *history.Op, accepted []*history.Op) (string, *hi
 	case best == nil:
 		return "the resource had accepted no write of " + w.Key + " before it", nil
 	case best.Fence == 0:
-		return fmt.Sprintf("the resource had accepted no fenced write of %s before it (the last, %s's at %s, carried no fence)", w.Key, who(best), history.Secs(best.DoneT)), best
+		return fmt.Sprintf("the resource had accepted no fenced write of %s before it (the last, %s's at %s, carried no fence)", w.Key, who(best), Secs(best.DoneT)), best
 	}
-	return fmt.Sprintf("the highest fence the resource had accepted on %s before it was %d, %s's write at %s", w.Key, best.Fence, who(best), history.Secs(best.DoneT)), best
+	return fmt.Sprintf("the highest fence the resource had accepted on %s before it was %d, %s's write at %s", w.Key, best.Fence, who(best), Secs(best.DoneT)), best
 }
 
 // liveIndex finds, for one key, whether a grant may have been live at some
@@ -210,14 +210,14 @@ func (x *liveIndex) around(l *lease) (string, []*lease) {
 	var parts []string
 	var others []*lease
 	for _, o := range x.byStart[lo:hi] {
-		s := fmt.Sprintf("%s %s %s", history.Secs(o.start), who(o.acq), token(o.acq))
+		s := fmt.Sprintf("%s %s %s", Secs(o.start), who(o.acq), token(o.acq))
 		switch {
 		case o == l:
 			s += " (the writer's)"
 		case o.mayEnd == history.Forever:
 			s += ", which may have lasted indefinitely"
 		default:
-			s += ", certainly over by " + history.Secs(o.mayEnd)
+			s += ", certainly over by " + Secs(o.mayEnd)
 		}
 		if o != l {
 			others = append(others, o)

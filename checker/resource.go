@@ -109,7 +109,7 @@ func (c *checker) auditExpiredWrites(accepted []*history.Op) {
 			accepted = "it sent the write the database accepted"
 		}
 		narrative := fmt.Sprintf("%s %s acquired %s; its lease had certainly %s; %s %s (stored %s)%s, %s after that",
-			history.Secs(g.DoneT), who(g), grantee(g), c.expiredBy(l.hi, l.hiBy, g), history.Secs(at), accepted, value(w.Stored), c.where(w), history.Secs(at-l.hi))
+			Secs(g.DoneT), who(g), grantee(g), c.expiredBy(l.hi, l.hiBy, g), Secs(at), accepted, value(w.Stored), c.where(w), Secs(at-l.hi))
 		c.report(ExpiredWrite, w.Key, positions(g, l.hiBy, w), narrative)
 	}
 	if excused > 0 && c.horizon == 0 {
@@ -147,10 +147,10 @@ func (c *checker) auditStaleWrites(accepted []*history.Op) {
 			narrative := fmt.Sprintf("%s %s acquired %s; %s %s acquired %s, asking at %s, %s; "+
 				"%s the resource accepted the second holder's write (stored %s)%s; "+
 				"%s the resource accepted the first holder's write (stored %s)%s after the newer holder's",
-				history.Secs(g.DoneT), who(g), grantee(g),
-				history.Secs(n.grant.DoneT), who(n.grant), grantee(n.grant), history.Secs(n.grant.InvT), order,
-				history.Secs(n.write.DoneT), value(n.write.Stored), c.where(n.write),
-				history.Secs(w.DoneT), value(w.Stored), c.where(w))
+				Secs(g.DoneT), who(g), grantee(g),
+				Secs(n.grant.DoneT), who(n.grant), grantee(n.grant), Secs(n.grant.InvT), order,
+				Secs(n.write.DoneT), value(n.write.Stored), c.where(n.write),
+				Secs(w.DoneT), value(w.Stored), c.where(w))
 			c.report(StaleWrite, w.Key, positions(g, n.grant, n.write, w), narrative)
 		}
 		if !seen || g.InvT > latest[w.Key].grant.InvT {
@@ -220,7 +220,7 @@ func (c *checker) auditCounter(accepted []*history.Op) {
 		}
 		if len(overwrites) < examples {
 			overwrites = append(overwrites, fmt.Sprintf("value %d was stored by %s at %s and again by %s at %s",
-				*w.Stored, who(f), history.Secs(f.DoneT), who(w), history.Secs(w.DoneT)))
+				*w.Stored, who(f), Secs(f.DoneT), who(w), Secs(w.DoneT)))
 			ps = append(ps, positions(f, w)...)
 		}
 	}
@@ -229,7 +229,7 @@ func (c *checker) auditCounter(accepted []*history.Op) {
 		ends = fmt.Sprintf("the counters of %d keys end at %d in all", len(lastOf), c.res.Counter.Final)
 	}
 	narrative := fmt.Sprintf("%s acknowledged but %s (last write at %s): %s lost",
-		count(int64(len(accepted)), "write"), ends, history.Secs(last.DoneT), count(lost, "update"))
+		count(int64(len(accepted)), "write"), ends, Secs(last.DoneT), count(lost, "update"))
 	if len(overwrites) > 0 {
 		narrative += "; " + strings.Join(overwrites, "; ")
 	}

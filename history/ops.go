@@ -17,6 +17,9 @@ type Op struct {
 	Token   string
 	Fence   int64
 	TTLMs   int64
+	// TTLNs is the lease TTLMs asks for, in nanoseconds (LeaseNs):
+	// Forever for one without expiry.
+	TTLNs   int64
 	ValidMs int64
 	Final   bool
 	// FenceChecked: see Event.FenceChecked (a write's completion says).
@@ -268,7 +271,7 @@ func (b *OpsBuilder) Add(e *Event) {
 			b.p.set(e.Process, pending{busy: true, op: len(b.ops), f: e.F, index: e.Index})
 		}
 		b.ops = append(b.ops, Op{F: e.F, Process: e.Process, Client: e.Client, Key: e.Key, Token: e.Token,
-			Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs, Final: e.Final, UnseenRenewals: e.UnseenRenewals, Background: e.Background,
+			Fence: e.Fence, TTLMs: e.TTLMs, TTLNs: LeaseNs(e.TTLMs), ValidMs: e.ValidMs, Final: e.Final, UnseenRenewals: e.UnseenRenewals, Background: e.Background,
 			Type: Info, Read: e.Value, Inv: pos, Done: -1, InvT: e.Time})
 		b.number(&b.ops[len(b.ops)-1])
 	case OK, Fail, Info:

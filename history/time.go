@@ -1,9 +1,6 @@
 package history
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // Forever stands for "no bound" on the history's clock: a lease without
 // expiry, the end of an operation whose outcome is unknown, a fault that
@@ -21,21 +18,4 @@ func LeaseNs(ms int64) int64 {
 		return Forever
 	}
 	return ms * 1e6
-}
-
-// Plus adds d to t, keeping Forever forever.
-func Plus(t, d int64) int64 {
-	if t == Forever || d == Forever || (d > 0 && t > Forever-d) {
-		return Forever
-	}
-	return t + d
-}
-
-// Secs formats a time on the history's clock the way every narrative and
-// page does: "12.301 s", or "never" for Forever.
-func Secs(t int64) string {
-	if t == Forever {
-		return "never"
-	}
-	return fmt.Sprintf("%.3f s", float64(t)/1e9)
 }

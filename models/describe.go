@@ -3,8 +3,6 @@ package models
 import (
 	"fmt"
 	"strconv"
-
-	"github.com/lockharness/lockharness/history"
 )
 
 // describeOperation is one line for porcupine's visualization, such as
@@ -57,7 +55,12 @@ func tokenName(t string) string {
 	return t
 }
 
-func secs(ns int64) string { return history.Secs(ns) }
+func secs(ns int64) string {
+	if ns == Forever {
+		return "never"
+	}
+	return fmt.Sprintf("%.3f s", float64(ns)/1e9)
+}
 
 func ms(ns int64) string {
 	if ns%1e6 == 0 {

@@ -232,7 +232,7 @@ func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64, in
 		id := ids[i]
 		infos[id].uses++
 		if o.F == history.Acquire {
-			infos[id].ttl, infos[id].hasTTL = history.LeaseNs(o.TTLMs), true
+			infos[id].ttl, infos[id].hasTTL = o.TTLNs, true
 		}
 	}
 
@@ -246,7 +246,7 @@ func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64, in
 			Client: o.Client, Process: o.Process, Index: index(o.Inv)}
 		switch {
 		case kind == Acquire || kind == Extend && o.TTLMs > 0:
-			in.TTL = history.LeaseNs(o.TTLMs)
+			in.TTL = o.TTLNs
 		case kind == Extend:
 			in.TTL = history.Forever
 			if info.hasTTL {

@@ -244,6 +244,6 @@ func valueText(v *int64) string {
 	return fmt.Sprint(*v)
 }
 
-// secs formats a time as the checker's narratives do (history.Secs), so
+// secs formats a time as the checker's narratives do (checker.Secs), so
 // the page's two accounts of an anomaly read alike.
-func secs(d time.Duration) string { return history.Secs(int64(d)) }
+func secs(d time.Duration) string { return checker.Secs(int64(d)) }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/history"
@@ -93,7 +94,7 @@ func TestEveryFaultAppliesRecordsAndHeals(t *testing.T) {
 						}
 						windows++
 						if w.End < 0 {
-							t.Errorf("%s: its window opened at %s never closed", in, history.Secs(events[w.Start].Time))
+							t.Errorf("%s: its window opened at %s never closed", in, checker.Secs(events[w.Start].Time))
 						}
 						// What it ran with, drawn options included, is
 						// what a replay pins: it must read back as this

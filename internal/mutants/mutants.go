@@ -250,7 +250,7 @@ var slack = int64(Slack)
 // certEnd is when a simple lease was certainly over at the earliest: its
 // ttl from its invoke, less slack, or its release's invoke.
 func (h *hist) certEnd(g *history.Op) int64 {
-	end := g.InvT + history.LeaseNs(g.TTLMs) - slack
+	end := g.InvT + g.TTLNs - slack
 	if r := h.release(g); r != nil {
 		end = min(end, r.InvT)
 	}
@@ -258,7 +258,7 @@ func (h *hist) certEnd(g *history.Op) int64 {
 }
 
 // expired is when a simple lease had certainly expired on the server.
-func expired(g *history.Op) int64 { return g.DoneT + history.LeaseNs(g.TTLMs) + slack }
+func expired(g *history.Op) int64 { return g.DoneT + g.TTLNs + slack }
 
 // mayEnd is when a lease was certainly over, by its ttl or a release
 // that landed; forever for one that is not simple.
@@ -403,4 +403,4 @@ func (h *hist) inventory() bool {
 // consistent: the in-memory counter or the inventory.
 func (h *hist) countersOK() bool { return h.run.Tables == nil || h.inventory() }
 
-func secs(t int64) string { return history.Secs(t) }
+func secs(t int64) string { return checker.Secs(t) }
