@@ -142,13 +142,14 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 			return out, err
 		}
 	}
+	followedErr := faults.WriteFollowed(dir, faults.FollowedOf(events, spec.Nemesis, spec.Seed, ran.nemesisFrom))
 	results, err := reports.Conclude(events, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout, Tables: tables,
 		Database: spec.Resource == resource.Postgres})
 	if err != nil {
 		return out, fmt.Errorf("checking the history: %w", err)
 	}
 	out.Results = results
-	err = faults.WriteFollowed(dir, faults.FollowedOf(events, spec.Nemesis, spec.Seed, ran.nemesisFrom))
+	err = followedErr
 	if err == nil {
 		err = reports.WriteRun(dir, events, results, true)
 	}
@@ -261,7 +262,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	r.work, err = workloads.StartMutex(workloads.MutexConfig{
 		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed, Backoff: spec.Backoff.D(),
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends, Writes: spec.Writes,
-		FenceChecked: r.db != nil && resource.ChecksFence(writeFencing(spec, plan.Statement), plan.Statement),
+		FenceChecked: r.db != nil && plan.FenceChecked,
 		Database:     r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: plan.Keys,
 		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
 		Hello: func(slot int) workloads.Hello {

@@ -310,6 +310,9 @@ type Plan struct {
 	Keys []string
 	// Steps are Spec.Schedule resolved: the schedule to follow, if any.
 	Steps []faults.Step
+	// FenceChecked: the run's database compares each write's fence with
+	// the fences it accepted before it decides (resource.ChecksFence).
+	FenceChecked bool
 }
 
 // TargetKeyPrefix starts every key a run writes on a --target.
@@ -439,6 +442,7 @@ func (s Spec) Resolve() (Plan, error) {
 		}
 	}
 	p.Spec, p.Cluster, p.Keys = s, cl, keys
+	p.FenceChecked = s.Resource == resource.Postgres && resource.ChecksFence(writeFencing(s, p.Statement), p.Statement)
 	return p, nil
 }
 
