@@ -1,57 +1,30 @@
 package cluster
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lockharness/lockharness/access"
+)
 
 // Link names: the one place they are spelled. Faults find a link by the
 // name a Cluster method gives them.
 func internalLinkName(node string) string         { return "int-" + node }
 func clientLinkName(slot int, node string) string { return fmt.Sprintf("c%d-%s", slot, node) }
 
-// ClientAccess is how one client reaches the lock service: every address
-// is that client's own link, so each client can be cut off alone.
-type ClientAccess struct {
-	// Nodes are the nodes a client talks to directly: the one primary, or
-	// every independent node (Majorities); for a cluster (Cluster), its
-	// seeds as the nodes announce them, to be dialled through Dial.
-	Nodes []string
-	// Master and Sentinels: ask the sentinels for the primary named Master.
-	Master    string
-	Sentinels []string
-	// Cluster: Nodes are the seeds of a Redis Cluster (the addresses its
-	// nodes announce), to be reached through Dial.
-	Cluster bool
-	// Dial maps an address the servers announce (a node's internal link)
-	// to this client's own link for that node.
-	Dial map[string]string
-	// Username and Password log the client in (Spec.Auth): ClientUser and
-	// its password, for the nodes and, with the same pair, the sentinels.
-	// Empty without Auth.
-	Username, Password string
-	// TLS: every address speaks TLS only (Spec.TLS); CAFile is the PEM file
-	// of the run's CA, the one certificate a client needs to trust. The
-	// servers' certificate names 127.0.0.1 and localhost, and the servers
-	// ask for no client certificate.
-	TLS    bool
-	CAFile string
-	// ServerName is the name the servers' certificate carries, to verify
-	// it against while dialling a proxy on 127.0.0.1.
-	ServerName string
-}
-
 // ConnectClient makes client slot's links, one to every node and sentinel,
 // and says how the client reaches the lock service through them.
-func (c *Cluster) ConnectClient(slot int) (ClientAccess, error) {
+func (c *Cluster) ConnectClient(slot int) (access.Access, error) {
 	if c.spec.Link == nil {
-		return ClientAccess{}, fmt.Errorf("topology %s: clients need a Link function for their proxies", c.Topology)
+		return access.Access{}, fmt.Errorf("topology %s: clients need a Link function for their proxies", c.Topology)
 	}
 	if len(c.Nodes) == 0 {
-		return ClientAccess{}, fmt.Errorf("topology %s has not started", c.Topology)
+		return access.Access{}, fmt.Errorf("topology %s has not started", c.Topology)
 	}
 	addrs := map[string]string{}
 	for _, n := range c.Servers() {
 		addr, err := c.spec.Link(clientLinkName(slot, n.Name()), n.Addr())
 		if err != nil {
-			return ClientAccess{}, err
+			return access.Access{}, err
 		}
 		addrs[n.Name()] = addr
 	}
@@ -95,5 +68,5 @@ func (c *Cluster) InternalLinks(node string) ([]string, error) {
 
 // InternalAddr is the address a node's peers and monitors use for it, and
 // so the one its sentinels announce: the address clients are told to dial
-// and ClientAccess.Dial maps. Empty for topologies whose nodes have none.
+// and access.Access.Dial maps. Empty for topologies whose nodes have none.
 func (c *Cluster) InternalAddr(node string) string { return c.internal[node] }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/lockharness/lockharness/access"
 	"net"
 	"strconv"
 	"strings"
@@ -66,8 +67,8 @@ var redisCluster = topology{
 		return p, nil
 	},
 	start: startRedisCluster,
-	access: func(c *Cluster, link func(string) string) ClientAccess {
-		a := ClientAccess{Cluster: true, Dial: map[string]string{}}
+	access: func(c *Cluster, link func(string) string) access.Access {
+		a := access.Access{Cluster: true, Dial: map[string]string{}}
 		for _, n := range c.planned.nodes {
 			a.Nodes = append(a.Nodes, c.internal[n])
 			a.Dial[c.internal[n]] = link(n)

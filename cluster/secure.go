@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"github.com/lockharness/lockharness/access"
 	"math/big"
 	"net"
 	"os"
@@ -365,7 +366,7 @@ func resp(args ...string) string {
 
 // clientAccess fills in what a lock client needs to pass the run's
 // security: ClientUser and its password, and the CA to trust.
-func (s *security) clientAccess(a ClientAccess) ClientAccess {
+func (s *security) clientAccess(a access.Access) access.Access {
 	if s == nil {
 		return a
 	}

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"github.com/lockharness/lockharness/access"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,22 +49,17 @@ func startSecureIn(t *testing.T, s cluster.Spec) (*cluster.Cluster, string) {
 	return c, s.Dir
 }
 
-// target is what a worker would be told, from the cluster's ClientAccess.
-func target(t *testing.T, c *cluster.Cluster, slot int) locks.Target {
+// target is what a worker would be told, from the cluster's access.Access.
+func target(t *testing.T, c *cluster.Cluster, slot int) access.Access {
 	t.Helper()
 	a, err := c.ConnectClient(slot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := locks.Target{Addrs: a.Nodes, Master: a.Master, Sentinels: a.Sentinels, Dial: a.Dial,
-		Username: a.Username, Password: a.Password, TLS: a.TLS, CAFile: a.CAFile}
-	if len(a.Nodes) == 1 {
-		tg.Addr, tg.Addrs = a.Nodes[0], nil
-	}
-	return tg
+	return a
 }
 
-func newClient(t *testing.T, tg locks.Target) *redis.Client {
+func newClient(t *testing.T, tg access.Access) *redis.Client {
 	t.Helper()
 	c := locks.NewClient(tg, 2*time.Second)
 	t.Cleanup(func() { c.Close() })
@@ -281,7 +277,7 @@ func checkSentinelFailover(t *testing.T, c *cluster.Cluster) {
 	// The sentinels refuse the client user anything but finding the
 	// primary.
 	sc := redis.NewSentinelClient(&redis.Options{Addr: tg.Sentinels[0], Username: tg.Username, Password: tg.Password,
-		Dialer: newClient(t, locks.Target{Addr: tg.Sentinels[0], TLS: true, CAFile: tg.CAFile}).Options().Dialer})
+		Dialer: newClient(t, access.Access{Nodes: []string{tg.Sentinels[0]}, TLS: true, CAFile: tg.CAFile}).Options().Dialer})
 	defer sc.Close()
 	if _, err := sc.GetMasterAddrByName(ctx, "lockharness").Result(); err != nil {
 		t.Errorf("client user asks a sentinel for the primary: %v", err)
@@ -347,7 +343,7 @@ func TestAuthAndTLSRedlockEveryNodeReachable(t *testing.T) {
 		t.Cleanup(func() { rc.Close() })
 		lockRoundTrip(t, rc)
 		bad := tg
-		bad.Addrs, bad.Addr, bad.Password = nil, tg.Addrs[i], "wrong"
+		bad.Nodes, bad.Password = []string{tg.Nodes[i]}, "wrong"
 		if err := newClient(t, bad).Ping(context.Background()).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
 			t.Errorf("node %d with a wrong password: %v", i+1, err)
 		}

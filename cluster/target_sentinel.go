@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockharness/lockharness/access"
 	"net"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ const TargetSentinel = "target-sentinel"
 // primary and replicas they name when the run starts. Clients see a
 // sentinel topology: they ask the sentinels, through their own proxies,
 // for the primary, and dial every node address the sentinels announce
-// through their own proxy for that node (ClientAccess.Dial), so client and
+// through their own proxy for that node (access.Access.Dial), so client and
 // link faults reach all of their traffic. The nodes are not the harness's
 // to pause, kill, restart, fail over or move the clock of: it has no
 // capabilities, as a single target has none, and sends the deployment only
@@ -62,8 +63,8 @@ var targetSentinel = topology{
 // sentinels through its links, and every address the sentinels announce,
 // for a node or for another sentinel (go-redis adds the sentinels that
 // SENTINEL sentinels names), mapped to its link for that server.
-func sentinelAccess(c *Cluster, link func(string) string) ClientAccess {
-	a := ClientAccess{Master: c.master(), Dial: map[string]string{}}
+func sentinelAccess(c *Cluster, link func(string) string) access.Access {
+	a := access.Access{Master: c.master(), Dial: map[string]string{}}
 	for i, s := range c.planned.sentinels {
 		a.Sentinels = append(a.Sentinels, link(s))
 		if i < len(c.Sentinels) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/lockharness/lockharness/access"
 	"slices"
 	"strings"
 	"time"
@@ -47,7 +48,7 @@ type topology struct {
 	start func(ctx context.Context, c *Cluster) error
 	// access says how a client reaches the lock service, given the address
 	// of the client's own link to each node and sentinel.
-	access func(c *Cluster, link func(node string) string) ClientAccess
+	access func(c *Cluster, link func(node string) string) access.Access
 
 	// For topologies with Failover: the node that takes key's writes now,
 	// a wait until the topology is whole again, a failover of key's
@@ -81,8 +82,8 @@ func startEachNode(ctx context.Context, c *Cluster) error {
 
 // eachNode is how a client reaches independent nodes: directly, through
 // its link to each.
-func eachNode(c *Cluster, link func(string) string) ClientAccess {
-	var a ClientAccess
+func eachNode(c *Cluster, link func(string) string) access.Access {
+	var a access.Access
 	for _, n := range c.planned.nodes {
 		a.Nodes = append(a.Nodes, link(n))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockharness/lockharness/access"
 	"math/rand/v2"
 	"os/exec"
 	"strings"
@@ -31,7 +32,7 @@ func startNodes(t *testing.T, n int) ([]*cluster.LocalNode, []*redis.Client) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { node.Stop() })
-		c := NewClient(Target{Addr: node.Addr()}, time.Second)
+		c := NewClient(access.Access{Nodes: []string{node.Addr()}}, time.Second)
 		t.Cleanup(func() { c.Close() })
 		nodes, clients = append(nodes, node), append(clients, c)
 	}
@@ -74,7 +75,7 @@ func libLocker(t *testing.T, spec string, clients []*redis.Client) (Locker, *rec
 	}
 	var own []*redis.Client
 	for _, c := range clients {
-		oc := NewClient(Target{Addr: c.Options().Addr}, time.Second)
+		oc := NewClient(access.Access{Nodes: []string{c.Options().Addr}}, time.Second)
 		t.Cleanup(func() { oc.Close() })
 		own = append(own, oc)
 	}

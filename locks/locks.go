@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/lockharness/lockharness/access"
 	"net"
 	"os"
 	"slices"
@@ -232,36 +233,6 @@ func command[T any](ctx context.Context, timeout time.Duration, fn func(context.
 	return fn(cctx)
 }
 
-// Target is where a client finds the lock service: one address, several
-// independent nodes (Redlock), or a sentinel-monitored primary.
-type Target struct {
-	Addr string
-	// Addrs are independent nodes, each reached through its own address.
-	Addrs []string
-	// Master and Sentinels select go-redis's failover client.
-	Master    string
-	Sentinels []string
-	// Cluster: Addrs are the seeds of a Redis Cluster, and the client is
-	// go-redis's cluster client.
-	Cluster bool
-	// Dial maps an address the servers announce (a node's internal proxy)
-	// to this client's own proxy for that node, so each client can be cut
-	// off from one node alone.
-	Dial map[string]string
-	// Username and Password log in to every node (ACL user and password;
-	// a password alone is the default user's) and, for a sentinel target,
-	// to the sentinels as well. Empty: no login.
-	Username, Password string
-	// TLS speaks TLS to every address, verifying the servers against the
-	// CA in the PEM file CAFile (empty: the system's roots) and the host of
-	// the address dialled.
-	TLS    bool
-	CAFile string
-	// ServerName is the name to verify the servers' certificate against
-	// (empty: the host of the address dialled).
-	ServerName string
-}
-
 // KeyPatterns are the keys a lock on key touches, whatever its recipe, as
 // Redis glob patterns for an ACL that grants a lock client exactly them:
 // the key itself, the fenced recipe's counter beside it (FenceKey), and
@@ -291,7 +262,7 @@ func globEscape(s string) string {
 // NewService makes the clients of the target a recipe is given
 // (Config.Client and Config.Nodes): for a cluster, the one cluster client
 // and no nodes.
-func NewService(t Target, opTimeout time.Duration) (redis.UniversalClient, []*redis.Client) {
+func NewService(t access.Access, opTimeout time.Duration) (redis.UniversalClient, []*redis.Client) {
 	if t.Cluster {
 		return NewClusterClient(t, opTimeout), nil
 	}
@@ -301,14 +272,14 @@ func NewService(t Target, opTimeout time.Duration) (redis.UniversalClient, []*re
 
 // NewClients makes one client per independent node of the target, or the
 // one client of a single node or a sentinel-monitored primary.
-func NewClients(t Target, opTimeout time.Duration) []*redis.Client {
-	if len(t.Addrs) == 0 {
+func NewClients(t access.Access, opTimeout time.Duration) []*redis.Client {
+	if len(t.Nodes) <= 1 {
 		return []*redis.Client{NewClient(t, opTimeout)}
 	}
 	var out []*redis.Client
-	for _, addr := range t.Addrs {
+	for _, addr := range t.Nodes {
 		one := t
-		one.Addr, one.Addrs = addr, nil
+		one.Nodes = []string{addr}
 		out = append(out, NewClient(one, opTimeout))
 	}
 	return out
@@ -322,8 +293,8 @@ func NewClients(t Target, opTimeout time.Duration) []*redis.Client {
 // TLSConfig only when it dials), verifying the server against the CA for
 // the host it was asked to reach; the configuration is also in the
 // client's Options().TLSConfig, for clients built from those options.
-func NewClient(t Target, opTimeout time.Duration) *redis.Client {
-	opts := t.options(opTimeout)
+func NewClient(t access.Access, opTimeout time.Duration) *redis.Client {
+	opts := clientOptions(t, opTimeout)
 	if t.Master != "" {
 		opts.MasterName, opts.Addrs = t.Master, t.Sentinels
 		opts.SentinelUsername, opts.SentinelPassword = t.Username, t.Password
@@ -338,9 +309,9 @@ func NewClient(t Target, opTimeout time.Duration) *redis.Client {
 // or one that could not be sent, but never one whose connection broke
 // after it was sent: a retried SET NX can be told "busy" by its own first
 // attempt.
-func NewClusterClient(t Target, opTimeout time.Duration) *redis.ClusterClient {
-	opts := t.options(opTimeout)
-	opts.Addrs = t.Addrs
+func NewClusterClient(t access.Access, opTimeout time.Duration) *redis.ClusterClient {
+	opts := clientOptions(t, opTimeout)
+	opts.Addrs = t.Nodes
 	cfg := opts.Cluster()
 	// Routing by key alone: go-redis's command routing policies ask the
 	// nodes for COMMAND first, which a lock client's ACL does not grant
@@ -434,10 +405,12 @@ func serviceOf(c redis.UniversalClient) service {
 	return service{}
 }
 
-// options are the client options of the target, for any kind of client.
-func (t Target) options(opTimeout time.Duration) *redis.UniversalOptions {
+// clientOptions are the client options of the target, for any kind of client:
+// a single node's (the first of Nodes), a sentinel target's (its sentinels
+// given by the caller) or a cluster's (its seeds given by the caller).
+func clientOptions(t access.Access, opTimeout time.Duration) *redis.UniversalOptions {
 	dialer := &net.Dialer{Timeout: opTimeout}
-	tlsConfig, tlsErr := t.tlsConfig()
+	tlsConfig, tlsErr := tlsConfig(t)
 	// A command whose connection could not be made never left the client:
 	// certainly not done (ErrNotSent), whatever the reason (a refused
 	// connection, a TLS handshake that never finished).
@@ -463,7 +436,7 @@ func (t Target) options(opTimeout time.Duration) *redis.UniversalOptions {
 	// One set of options serves both kinds of client; for a sentinel
 	// target the addresses are the sentinels'.
 	opts := &redis.UniversalOptions{
-		Addrs:                 []string{t.Addr},
+		Addrs:                 t.Nodes[:min(1, len(t.Nodes))],
 		Dialer:                dial,
 		MaxRetries:            -1,
 		DialerRetries:         1,
@@ -482,7 +455,7 @@ func (t Target) options(opTimeout time.Duration) *redis.UniversalOptions {
 
 // tlsConfig is the target's TLS configuration: nil without TLS, an error
 // when its CA file cannot be read (every dial then fails with it).
-func (t Target) tlsConfig() (*tls.Config, error) {
+func tlsConfig(t access.Access) (*tls.Config, error) {
 	if !t.TLS {
 		return nil, nil
 	}

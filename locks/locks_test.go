@@ -3,6 +3,7 @@ package locks
 import (
 	"context"
 	"errors"
+	"github.com/lockharness/lockharness/access"
 	"io"
 	"net"
 	"os/exec"
@@ -30,7 +31,7 @@ func newLocker(t *testing.T, name string) (Locker, *[]string, *[]Op) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := NewClient(Target{Addr: n.Addr()}, time.Second)
+	client := NewClient(access.Access{Nodes: []string{n.Addr()}}, time.Second)
 	t.Cleanup(func() { client.Close() })
 	var mu sync.Mutex
 	points, ops := &[]string{}, &[]Op{}
@@ -176,7 +177,7 @@ func TestWaitNeedsAReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { primary.Stop() })
-	client := NewClient(Target{Addr: primary.Addr()}, time.Second)
+	client := NewClient(access.Access{Nodes: []string{primary.Addr()}}, time.Second)
 	t.Cleanup(func() { client.Close() })
 	l := wait.New(Config{Client: client, OpTimeout: time.Second})
 

@@ -3,6 +3,7 @@ package locks
 import (
 	"context"
 	"errors"
+	"github.com/lockharness/lockharness/access"
 	"os/exec"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ const secureKey = "lock:secure"
 // startSecureNode starts one node with Auth and TLS (an ACL user limited
 // to the lock's keys and a lock client's commands, TLS only) and returns
 // the cluster, for its admin path, and the target a worker would get.
-func startSecureNode(t *testing.T) (*cluster.Cluster, Target) {
+func startSecureNode(t *testing.T) (*cluster.Cluster, access.Access) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed; run `make setup`")
@@ -34,11 +35,11 @@ func startSecureNode(t *testing.T) (*cluster.Cluster, Target) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, Target{Addr: a.Nodes[0], Username: a.Username, Password: a.Password, TLS: a.TLS, CAFile: a.CAFile}
+	return c, access.Access{Nodes: a.Nodes[:1], Username: a.Username, Password: a.Password, TLS: a.TLS, CAFile: a.CAFile}
 }
 
 // secureLocker is a locker of the lock spec on its own client of the target.
-func secureLocker(t *testing.T, spec string, tg Target) Locker {
+func secureLocker(t *testing.T, spec string, tg access.Access) Locker {
 	t.Helper()
 	lock, err := ParseLock(spec)
 	if err != nil {

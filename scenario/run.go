@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockharness/lockharness/access"
 	"io"
 	"os"
 	"os/exec"
@@ -245,9 +246,9 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	reuse.replenish(plan.Cluster)
 	// Slot Clients is the closing liveness check's own client. Every client
 	// reaches every node and sentinel through links of its own.
-	access := make([]cluster.ClientAccess, spec.Clients+1)
-	for slot := range access {
-		if access[slot], err = cl.ConnectClient(slot); err != nil {
+	reach := make([]access.Access, spec.Clients+1)
+	for slot := range reach {
+		if reach[slot], err = cl.ConnectClient(slot); err != nil {
 			return r, err
 		}
 	}
@@ -266,7 +267,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 		Database:     r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: plan.Keys,
 		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
 		Hello: func(slot int) workloads.Hello {
-			h := hello(spec, cl.Shape(), access[slot], slot, workloads.DefaultReplyWithin.Milliseconds())
+			h := hello(spec, cl.Shape(), reach[slot], slot, workloads.DefaultReplyWithin.Milliseconds())
 			if r.db != nil {
 				h.Database = r.db.access(spec, plan.Statement, r.net, slot)
 			}

@@ -2,11 +2,11 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/lockharness/lockharness/access"
 	"os"
 	"os/exec"
 	"sync"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -31,20 +31,10 @@ func workerCommand(spec Spec, workerBin string, slot int) *exec.Cmd {
 
 // hello is the hello line of a slot's worker: how that client reaches the
 // lock service, every address its own link.
-func hello(spec Spec, topology string, a cluster.ClientAccess, slot int, replyWithin int64) workloads.Hello {
+func hello(spec Spec, topology string, a access.Access, slot int, replyWithin int64) workloads.Hello {
 	h := workloads.NewHello(slot)
-	h.Topology, h.OpTimeoutMs, h.ReplyWithinMs, h.Dial = topology, spec.OpTimeout.D().Milliseconds(), replyWithin, a.Dial
-	if a.Master != "" {
-		h.Sentinel = &workloads.SentinelService{Master: a.Master, Addrs: a.Sentinels}
-	} else {
-		h.Nodes, h.Cluster = a.Nodes, a.Cluster
-	}
-	if a.Username != "" || a.Password != "" {
-		h.Auth = &workloads.Auth{Username: a.Username, Password: a.Password}
-	}
-	if a.TLS {
-		h.TLS = &workloads.TLS{CAFile: a.CAFile, ServerName: a.ServerName}
-	}
+	h.Topology, h.OpTimeoutMs, h.ReplyWithinMs = topology, spec.OpTimeout.D().Milliseconds(), replyWithin
+	h.SetAccess(a)
 	return h
 }
 

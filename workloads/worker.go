@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockharness/lockharness/access"
 	"io"
 	"os"
 	"runtime"
@@ -80,7 +81,7 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 		}
 		defer w.db.Close()
 	}
-	client, nodes := locks.NewService(hello.Target(), opTimeout)
+	client, nodes := locks.NewService(hello.Access(), opTimeout)
 	defer func() {
 		client.Close()
 		for _, c := range nodes[min(1, len(nodes)):] {
@@ -149,27 +150,37 @@ func credentialsRefused(msg string) bool {
 	return false
 }
 
-// Target is where the hello says the lock service is, as the built-in
-// recipes' clients take it.
-func (h Hello) Target() locks.Target {
-	t := locks.Target{Dial: h.Dial}
+// Access is where the hello says the lock service is: the access it
+// carries on the wire (SetAccess), as the built-in recipes' clients take it.
+func (h Hello) Access() access.Access {
+	a := access.Access{Dial: h.Dial, Nodes: h.Nodes, Cluster: h.Cluster}
 	if h.Auth != nil {
-		t.Username, t.Password = h.Auth.Username, h.Auth.Password
+		a.Username, a.Password = h.Auth.Username, h.Auth.Password
 	}
 	if h.TLS != nil {
-		t.TLS, t.CAFile, t.ServerName = true, h.TLS.CAFile, h.TLS.ServerName
+		a.TLS, a.CAFile, a.ServerName = true, h.TLS.CAFile, h.TLS.ServerName
 	}
-	switch {
-	case h.Sentinel != nil:
-		t.Master, t.Sentinels = h.Sentinel.Master, h.Sentinel.Addrs
-	case h.Cluster:
-		t.Cluster, t.Addrs = true, h.Nodes
-	case len(h.Nodes) == 1:
-		t.Addr = h.Nodes[0]
-	default:
-		t.Addrs = h.Nodes
+	if h.Sentinel != nil {
+		a.Master, a.Sentinels, a.Nodes = h.Sentinel.Master, h.Sentinel.Addrs, nil
 	}
-	return t
+	return a
+}
+
+// SetAccess puts a client's access into the hello, in the worker
+// protocol's shape (docs/worker-protocol.md).
+func (h *Hello) SetAccess(a access.Access) {
+	h.Dial = a.Dial
+	if a.Master != "" {
+		h.Sentinel = &SentinelService{Master: a.Master, Addrs: a.Sentinels}
+	} else {
+		h.Nodes, h.Cluster = a.Nodes, a.Cluster
+	}
+	if a.Username != "" || a.Password != "" {
+		h.Auth = &Auth{Username: a.Username, Password: a.Password}
+	}
+	if a.TLS {
+		h.TLS = &TLS{CAFile: a.CAFile, ServerName: a.ServerName}
+	}
 }
 
 func (w *worker) send(m any) {
