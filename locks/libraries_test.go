@@ -366,6 +366,13 @@ func TestRueidislockReportsLoss(t *testing.T) {
 			// keys at once, which finds them gone; then it gives up.
 			ops := rec.snapshot()
 			checkPaired(t, ops)
+			if strings.Contains(tc.spec, "majority") && len(ops) == 6 && ops[2].F == "release" && ops[2].Outcome == "invoke" && ops[3].F == "release" {
+				// Holding only one of its three keys, the library may also
+				// delete that one on its own before it says the lock is
+				// lost (timing decides): a background release, reported
+				// as such, after its extend found the others gone.
+				ops = append(ops[:2:2], ops[4:]...)
+			}
 			if len(ops) != 4 || ops[0].F != "extend" || ops[1].Outcome != "fail" || !errors.Is(ops[1].Err, ErrNotHeld) ||
 				ops[0].TTL <= 4*time.Second || ops[0].TTL > 5*time.Second ||
 				ops[2].F != OpLost || ops[3].Outcome != "ok" || ops[3].Err == nil {
