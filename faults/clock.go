@@ -26,14 +26,6 @@ func setClock(fault string, n cluster.Node, d time.Duration) error {
 	return nil
 }
 
-// signed formats an offset with its sign: +4s, -4s, +0s.
-func signed(d time.Duration) string {
-	if d < 0 {
-		return d.String()
-	}
-	return "+" + d.String()
-}
-
 // clockJump moves a node's clock forward by two TTLs right after a grant, so
 // that the lease just taken expires on that node at once and another client
 // can take it there while the holder still believes it holds it. Moving the
@@ -68,11 +60,11 @@ var clockJump = Fault{
 			return err
 		}
 		end := env.Begin(history.Facts{Nodes: []string{n.Name()}, After: after, HoldNs: int64(hold), Clock: &history.ClockMove{ByNs: int64(jump), FromNs: int64(prev)}},
-			signed(jump)+"; "+afterWords(after, "no grant seen"))
+			history.Signed(jump)+"; "+afterWords(after, "no grant seen"))
 		sleep(ctx, hold)
 		// Move back even when the run is ending: the final checks need true time.
 		err = setClock("clock-jump", n, prev)
-		end(fmt.Sprintf("back to %s after %s: a %s jump, leases written meanwhile expire %s late", signed(prev), hold, signed(-jump), jump))
+		end(fmt.Sprintf("back to %s after %s: a %s jump, leases written meanwhile expire %s late", history.Signed(prev), hold, history.Signed(-jump), jump))
 		return err
 	},
 }
@@ -100,7 +92,7 @@ var clockStrobe = Fault{
 			return err
 		}
 		end := env.Begin(history.Facts{Nodes: []string{n.Name()}, HoldNs: int64(dur), Clock: &history.ClockMove{ByNs: int64(by), FromNs: int64(prev), EveryNs: int64(period)}},
-			fmt.Sprintf("between %s and %s every %s for %s", signed(prev+by), signed(prev), period, dur))
+			fmt.Sprintf("between %s and %s every %s for %s", history.Signed(prev+by), history.Signed(prev), period, dur))
 		deadline := time.Now().Add(dur)
 		ahead, jumps := true, 1
 		var err error
@@ -121,7 +113,7 @@ var clockStrobe = Fault{
 			jumps++ // the way back
 		}
 		herr := setClock("clock-strobe", n, prev)
-		end(fmt.Sprintf("%d jumps; back to %s", jumps, signed(prev)))
+		end(fmt.Sprintf("%d jumps; back to %s", jumps, history.Signed(prev)))
 		return errors.Join(err, herr)
 	},
 }

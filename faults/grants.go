@@ -63,13 +63,9 @@ func WatchGrants(cl *cluster.Cluster, rec *history.Recorder, storeKey func(strin
 			defer probers.Done()
 			for g := range grants {
 				facts := history.Facts{Grant: &history.ProbedGrant{Client: g.Client, Event: g.Index}, Copies: probeGrant(cl, storeKey(g.Key), g.Token)}
-				answers := make([]string, len(facts.Copies))
-				for i, c := range facts.Copies {
-					answers[i] = c.Words()
-				}
 				rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: history.GrantSeen,
 					Phase: history.Instant, Key: g.Key, Token: g.Token, Target: strings.Join(facts.Holders(), ","),
-					Detail: fmt.Sprintf("client %d's grant (event %d): %s", g.Client, g.Index, strings.Join(answers, "; ")), Facts: &facts})
+					Detail: fmt.Sprintf("client %d's grant (event %d): %s", g.Client, g.Index, facts.AnswerWords()), Facts: &facts})
 			}
 		}()
 	}

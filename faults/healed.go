@@ -3,6 +3,8 @@ package faults
 import (
 	"fmt"
 	"strings"
+
+	"github.com/lockharness/lockharness/history"
 )
 
 // Healed reports what a fault left behind, or nil when everything is as
@@ -24,7 +26,7 @@ func (e *Env) Healed() error {
 			left = append(left, n.Name()+" is paused")
 		}
 		if d := n.ClockOffset(); d != 0 {
-			left = append(left, fmt.Sprintf("%s's clock is %s off", n.Name(), signed(d)))
+			left = append(left, fmt.Sprintf("%s's clock is %s off", n.Name(), history.Signed(d)))
 		}
 	}
 	if f := e.Clients.Frozen(); len(f) > 0 {

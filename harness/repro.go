@@ -73,7 +73,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	}
 	var report strings.Builder
 	out := io.MultiWriter(human, &report)
-	fmt.Fprintf(out, "repro %s (%s): %s\n  expect %s; %d seeds from %d; %s backend\n", entry.Name, entry.Source, entry.Story, entry.Expect, *seeds, *first, plan[0].Spec.Backend)
+	fmt.Fprintf(out, "repro %s (%s): %s\n  expect %s; %d seeds from %d; %s backend\n", entry.Name, entry.Source, entry.Story, entry.Expect, *seeds, *first, plan[0].Resolved().Backend)
 	lanes := max(1, min(*parallel, *seeds))
 	var runs []reports.Results
 	opt := scenario.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout, Parallel: *parallel, Reuse: *reuse,

@@ -142,9 +142,7 @@ func stream(r io.Reader, check func(e *Event) error, each func(e *Event) error) 
 		<-blk.parsed
 		for i := range blk.events {
 			e := &blk.events[i]
-			if e.IsNemesis() && e.Facts == nil {
-				legacyFacts(e)
-			}
+			upgrade(e)
 			if err := check(e); err != nil {
 				return fmt.Errorf("line %d: %v", line+blk.lineOf[i], err)
 			}

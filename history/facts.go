@@ -150,6 +150,25 @@ func (f *Facts) Answers() []Copy {
 	return f.Copies
 }
 
+// AnswerWords are the probe's answers as the history's words and the
+// stories tell them: "on n1 (primary); absent on n2 (replica)".
+func (f *Facts) AnswerWords() string {
+	words := make([]string, len(f.Answers()))
+	for i, c := range f.Answers() {
+		words[i] = c.Words()
+	}
+	return strings.Join(words, "; ")
+}
+
+// Signed is a clock offset with its sign, as clock moves are told: +4s,
+// -250ms, +0s.
+func Signed(d time.Duration) string {
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
+
 // Holders are the nodes that held the grant, primaries first.
 func (f *Facts) Holders() []string {
 	if f == nil {

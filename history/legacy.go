@@ -101,9 +101,15 @@ func legacyFacts(e *Event) {
 // the facts their words say, as reading it would (legacyFacts).
 func Upgrade(events []Event) {
 	for i := range events {
-		if e := &events[i]; e.IsNemesis() && e.Facts == nil {
-			legacyFacts(e)
-		}
+		upgrade(&events[i])
+	}
+}
+
+// upgrade gives e the facts of its words if it is a nemesis event of a
+// schema 1 history, one without facts.
+func upgrade(e *Event) {
+	if e.IsNemesis() && e.Facts == nil {
+		legacyFacts(e)
 	}
 }
 

@@ -55,6 +55,8 @@ func tokenName(t string) string {
 	return t
 }
 
+// secs tells a time as checker.Secs does (a test holds them together);
+// models sits below the checker and cannot call it.
 func secs(ns int64) string {
 	if ns == Forever {
 		return "never"

@@ -148,10 +148,6 @@ func factWords(b Band) string {
 	return strings.Join(parts, "; ")
 }
 
-// roleChange reports whether an observed instant is a primary switch, and
-// the node promoted.
-func roleChange(b Band) (string, bool) { return b.Facts.Promoted() }
-
 // node is the node a fault window acted on, "" for none.
 func (b Band) node() string {
 	if b.Facts == nil || len(b.Facts.Nodes) == 0 {
@@ -165,7 +161,7 @@ func (b Band) node() string {
 func (a *analysis) unreplicated(l *leaseInfo, explained map[int]bool) []string {
 	var out []string
 	for i, b := range a.bands {
-		promoted, ok := roleChange(b)
+		promoted, ok := b.Facts.Promoted()
 		if !b.Observed || !ok || b.Start < l.Start || b.Start > l.End {
 			continue
 		}
@@ -282,7 +278,7 @@ func (a *analysis) clockMoves(from, to time.Duration, explained map[int]bool) []
 		switch {
 		case c.EveryNs > 0:
 			s = fmt.Sprintf("%s's clock flipped between %s and %s every %v (%s, %s to %s): leases it held expired early and late in turn",
-				b.node(), signedDuration(time.Duration(c.FromNs+c.ByNs)), signedDuration(time.Duration(c.FromNs)), time.Duration(c.EveryNs), b.Fault, secs(b.Start), secs(b.End))
+				b.node(), history.Signed(time.Duration(c.FromNs+c.ByNs)), history.Signed(time.Duration(c.FromNs)), time.Duration(c.EveryNs), b.Fault, secs(b.Start), secs(b.End))
 		case d > 0:
 			s = fmt.Sprintf("%s's clock was %v ahead (%s, %s to %s): leases it held expired early there", b.node(), d, b.Fault, secs(b.Start), secs(b.End))
 		case d < 0:
@@ -294,14 +290,6 @@ func (a *analysis) clockMoves(from, to time.Duration, explained map[int]bool) []
 		explained[i] = true
 	}
 	return out
-}
-
-// signedDuration is a clock offset with its sign: +1s, -250ms, +0s.
-func signedDuration(d time.Duration) string {
-	if d < 0 {
-		return d.String()
-	}
-	return "+" + d.String()
 }
 
 // frozenClients tells each client of the finding that a fault froze within

@@ -29,19 +29,14 @@ type StoryLine struct {
 // String is the line as the page prints it: "12.301 s client 2 (process 4)
 // acquired lock:orders (fence 17) …".
 func (s StoryLine) String() string {
-	return secs(s.At) + " " + s.Told()
-}
-
-// Told is the line without its time.
-func (s StoryLine) Told() string {
 	text := s.Text
 	if s.Words != "" {
 		text += " (" + s.Words + ")"
 	}
 	if s.Who == "" {
-		return text
+		return secs(s.At) + " " + text
 	}
-	return s.Who + " " + text
+	return secs(s.At) + " " + s.Who + " " + text
 }
 
 // Story tells a finding's events in order with their times, and the start
@@ -191,11 +186,7 @@ func (a *analysis) foundOn(o opInfo) string {
 	if seen == nil || o.Token == "" {
 		return ""
 	}
-	answers := make([]string, len(seen.Facts.Answers()))
-	for i, c := range seen.Facts.Answers() {
-		answers[i] = c.Words()
-	}
-	return "; just after, " + strings.Join(answers, "; ")
+	return "; just after, " + seen.Facts.AnswerWords()
 }
 
 // conflict says whose lease another client still believed in when this

@@ -160,16 +160,7 @@ type Run struct {
 // checker's own operations (checker.Result.Ops) serve the pages, which
 // pair the events again only for results that came without them.
 func NewRun(events []history.Event, res Results) *Run {
-	ops := res.check.Ops()
-	for _, o := range ops {
-		if o.Inv >= len(events) || o.Done >= len(events) {
-			// Checked from another reading of the history than these
-			// events: pair them again.
-			ops = nil
-			break
-		}
-	}
-	return &Run{Results: res, events: events, a: analyseWith(events, ops)}
+	return &Run{Results: res, events: events, a: analyseWith(events, res.check.Ops())}
 }
 
 // OpenRun reads a run directory's results.json and history, once. A

@@ -549,8 +549,16 @@ type leaseInfo struct {
 func analyse(events []history.Event) *analysis { return analyseWith(events, nil) }
 
 // analyseWith is analyse with the events' operations already paired
-// (history.Ops of the same events), nil to pair them here.
+// (history.Ops of the same events), nil to pair them here. Operations
+// that do not fit the events (checked from another reading of the
+// history) are paired again too.
 func analyseWith(events []history.Event, ops []history.Op) *analysis {
+	for _, o := range ops {
+		if o.Inv >= len(events) || o.Done >= len(events) {
+			ops = nil
+			break
+		}
+	}
 	a := &analysis{events: events, at: make(map[int]int, len(events)), opAt: make(map[int]int, len(events)),
 		leaseOf: map[int]*leaseInfo{}, seen: map[grantKey]*history.Event{}}
 	found := false // whether any probe found a grant's token at all

@@ -44,9 +44,18 @@ func ResolveSuite(ps []Planned) error {
 		if err != nil {
 			return fmt.Errorf("%s seed %d: %w", ps[i].Row, ps[i].Spec.Seed, err)
 		}
-		ps[i].plan, ps[i].Spec = &plan, plan.Spec
+		ps[i].plan = &plan
 	}
 	return nil
+}
+
+// Resolved is the planned run's spec with its defaults filled in, once
+// ResolveSuite resolved it; until then, the spec as planned.
+func (p Planned) Resolved() Spec {
+	if p.plan == nil {
+		return p.Spec
+	}
+	return p.plan.Spec
 }
 
 // SeedRuns is a one-row suite: entry's run for seeds seeds from first,
