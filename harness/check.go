@@ -108,10 +108,8 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	var res reports.Results
 	if render {
 		var events []history.Event
-		if events, err = history.Decode(hist); err == nil {
-			if res, err = reports.Conclude(events, meta, opts); err == nil {
-				run = reports.NewRun(events, res)
-			}
+		if res, events, err = reports.ConcludeKeeping(hist, meta, opts); err == nil {
+			run = reports.NewRun(events, res)
 		}
 	} else {
 		opts.SizeHint = history.Size(histPath)

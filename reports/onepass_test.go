@@ -3,6 +3,7 @@ package reports
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lockharness/lockharness/checker"
@@ -35,5 +36,26 @@ func TestPagesUseTheCheckersOperations(t *testing.T) {
 		if once := TimelineData(events, res); !reflect.DeepEqual(once, again) {
 			t.Errorf("%s: the timeline from the checker's operations differs from the one pairing them again", filepath.Base(dir))
 		}
+
+		// harness report's one pass: read, checked and paired at once,
+		// to the same events, verdict and operations.
+		f, err := history.Open(history.InDir(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, keptEvents, err := ConcludeKeeping(f, Meta{}, checker.Options{Slack: DefaultSlack})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(keptEvents, events) || kept.Valid != res.Valid || !reflect.DeepEqual(kept.Anomalies, res.Anomalies) ||
+			!reflect.DeepEqual(kept.check.Ops(), paired) {
+			t.Errorf("%s: one pass gave %d events, %s %v; reading then checking gave %d, %s %v", filepath.Base(dir),
+				len(keptEvents), kept.Valid, kept.Anomalies, len(events), res.Valid, res.Anomalies)
+		}
+	}
+	// A malformed line stops the pass with the line named.
+	if _, _, err := ConcludeKeeping(strings.NewReader("{\"index\":0}\nnot json\n"), Meta{}, checker.Options{}); err == nil || !strings.Contains(err.Error(), "line ") {
+		t.Errorf("a malformed history: %v", err)
 	}
 }
