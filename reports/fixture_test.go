@@ -32,6 +32,16 @@ func op(typ, f string, p history.Process, client int, token string) history.Even
 	return history.Event{Type: typ, Process: p, Client: client, F: f, Key: "lock:orders", Token: token}
 }
 
+// recordedRuns are the run directories recorded in testdata/runs.
+func recordedRuns(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join("..", "testdata", "runs", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no recorded runs: %v", err)
+	}
+	return dirs
+}
+
 func fault(f, phase, target, detail string) history.Event {
 	e := history.Event{Type: history.Info, Process: history.Nemesis, F: f, Phase: phase, Target: target, Detail: detail}
 	e.Facts = history.FactsFromWords(e)

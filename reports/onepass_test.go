@@ -14,11 +14,7 @@ import (
 // recorded run they are the operations pairing the events again gives,
 // and so is everything drawn from them.
 func TestPagesUseTheCheckersOperations(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join("..", "testdata", "runs", "*"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no recorded runs: %v", err)
-	}
-	for _, dir := range dirs {
+	for _, dir := range recordedRuns(t) {
 		events, err := history.ReadFile(history.InDir(dir))
 		if err != nil {
 			t.Fatal(err)

@@ -21,10 +21,7 @@ import (
 // reader can hold the sentence against the table beneath it. Checked over
 // every recorded run in testdata/runs and every finding in them.
 func TestEverySentenceRestsOnItsFindingsEvents(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join("..", "testdata", "runs", "*"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no recorded runs: %v", err)
-	}
+	dirs := recordedRuns(t)
 	named := map[string]*regexp.Regexp{
 		"time":   regexp.MustCompile(`\b\d+\.\d{3} s\b`),
 		"node":   regexp.MustCompile(`\b[ns]\d+\b`),
