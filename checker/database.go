@@ -2,7 +2,6 @@ package checker
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/lockharness/lockharness/history"
 )
@@ -12,6 +11,12 @@ type Database struct {
 	Resource string `json:"resource"`
 	Workload string `json:"workload"`
 	Fencing  string `json:"fencing,omitempty"`
+	// Table is the table that records the accepted writes, and Accepted
+	// how many rows it holds.
+	Table    string `json:"table,omitempty"`
+	Accepted int    `json:"accepted_rows,omitempty"`
+	// Audits are the audits of the rows the workload declared.
+	Audits []string `json:"audits,omitempty"`
 	// Inventory: the stock the SKU started with, the rows it ended with,
 	// the units sold (initial - final) and the writes the ledger holds.
 	Initial   int64                  `json:"initial_quantity,omitempty"`
@@ -49,13 +54,9 @@ type databaseRow struct {
 func (c *checker) acceptedByDatabase() []*history.Op {
 	t := c.opts.Tables
 	var rows []databaseRow
-	for _, l := range t.Ledger {
-		rows = append(rows, databaseRow{l.Seq, l.Token, l.At})
+	for _, r := range t.AcceptedRows() {
+		rows = append(rows, databaseRow{r.Seq, r.Token, r.At})
 	}
-	for _, d := range t.Done {
-		rows = append(rows, databaseRow{d.Seq, d.Token, d.At})
-	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].seq < rows[j].seq })
 	// writes are each token's writes the database may have taken, in
 	// invoke order; the ones before next[token] have their rows.
 	writes := map[string][]*history.Op{}
@@ -65,7 +66,7 @@ func (c *checker) acceptedByDatabase() []*history.Op {
 			writes[o.Token] = append(writes[o.Token], o)
 		}
 	}
-	db := &Database{Resource: t.Resource, Workload: t.Workload, Fencing: t.Fencing}
+	db := &Database{Resource: t.Resource, Workload: t.Workload, Fencing: t.Fencing, Table: t.Table, Accepted: len(rows), Audits: t.Audits}
 	c.res.Database = db
 	c.rowOf = map[*history.Op]databaseRow{}
 	var accepted []*history.Op
@@ -105,17 +106,17 @@ func (c *checker) acceptedByDatabase() []*history.Op {
 // absorbed reports whether w is an idempotent insert that found its job
 // done: it answered ok with no row inserted.
 func absorbed(t *history.Tables, w *history.Op) bool {
-	return t.Workload == history.WorkloadJobs && w.Type == history.OK && w.Stored != nil && *w.Stored == 0
+	return t.Audited(history.AuditDuplicates) && w.Type == history.OK && w.Stored != nil && *w.Stored == 0
 }
 
-// auditTables checks the final rows themselves: for the inventory, that
-// the units sold are the writes the ledger holds, each one unit from the
-// row the one before left (else decrements were lost); for jobs, how many
-// were done more than once.
+// auditTables checks the final rows themselves, with the audits their
+// workload declared: the ledger's, that the units sold are the writes the
+// ledger holds, each one unit from the row the one before left (else
+// decrements were lost); the duplicates', how many jobs were done more
+// than once.
 func (c *checker) auditTables(db *Database) {
 	t := c.opts.Tables
-	switch t.Workload {
-	case history.WorkloadInventory:
+	if t.Audited(history.AuditLedger) {
 		db.Initial, db.Inventory, db.Ledger = t.Initial, t.Inventory, len(t.Ledger)
 		var final int64
 		for _, r := range t.Inventory {
@@ -136,7 +137,8 @@ func (c *checker) auditTables(db *Database) {
 			c.list(LostUpdate, "", nil, fmt.Sprintf("the ledger holds %s but only %d units were sold (%d to %d); %s did not start from the quantity the one before left",
 				count(int64(db.Ledger), "accepted write"), db.Sold, t.Initial, final, count(int64(broken), "write")))
 		}
-	case history.WorkloadJobs:
+	}
+	if t.Audited(history.AuditDuplicates) {
 		db.Jobs, db.DoneRows = t.Jobs, len(t.Done)
 		times := map[int64]int{}
 		for _, d := range t.Done {
@@ -160,9 +162,5 @@ func (c *checker) where(w *history.Op) string {
 	if !ok {
 		return ""
 	}
-	table := "ledger"
-	if c.opts.Tables.Workload == history.WorkloadJobs {
-		table = "done"
-	}
-	return fmt.Sprintf(" (%s row %d, database time %s)", table, r.seq, r.at)
+	return fmt.Sprintf(" (%s row %d, database time %s)", c.opts.Tables.Table, r.seq, r.at)
 }

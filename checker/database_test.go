@@ -20,7 +20,7 @@ func TestStaleWriteInTheLedgersOrder(t *testing.T) {
 	h.write(0, "k", "a", 2, 1900, ok, 0, 99)
 	h.acquire(1, "k", "b", 1200, 1201, ok)
 	h.write(1, "k", "b", 1202, 2000, ok, 0, 98)
-	tables := &history.Tables{Resource: "postgres", Workload: "inventory", Initial: 100,
+	tables := &history.Tables{Resource: "postgres", Workload: "inventory", Table: "ledger", Audits: []string{history.AuditLedger}, Initial: 100,
 		Inventory: []history.InventoryRow{{SKU: "abc", Quantity: 98}}}
 	// In the order the answers came, a then b: nothing wrong.
 	tables.Ledger = []history.LedgerRow{ledgerRow(1, "a", 0, 100), ledgerRow(2, "b", 0, 99)}
@@ -46,7 +46,7 @@ func TestLostAnswerAndFenceOrder(t *testing.T) {
 	h.write(0, "k", "a", 2, 3000, info, 0, 0)
 	h.acquire(1, "k", "b", 500, 501, ok).fence(6)
 	h.write(1, "k", "b", 502, 503, ok, 0, 99)
-	tables := &history.Tables{Resource: "postgres", Workload: "inventory", Fencing: "none", Initial: 100,
+	tables := &history.Tables{Resource: "postgres", Workload: "inventory", Table: "ledger", Audits: []string{history.AuditLedger}, Fencing: "none", Initial: 100,
 		Inventory: []history.InventoryRow{{SKU: "abc", Quantity: 98}},
 		Ledger:    []history.LedgerRow{ledgerRow(1, "b", 6, 100), ledgerRow(2, "a", 5, 99)}}
 	r := h.check(t, Options{Tables: tables})
@@ -63,7 +63,7 @@ func TestLedgerChainLostUpdates(t *testing.T) {
 	h.write(0, "k", "a", 2, 3, ok, 0, 99)
 	h.acquire(1, "k", "b", 1500, 1501, ok)
 	h.write(1, "k", "b", 1502, 1503, ok, 0, 99)
-	tables := &history.Tables{Resource: "postgres", Workload: "inventory", Initial: 100,
+	tables := &history.Tables{Resource: "postgres", Workload: "inventory", Table: "ledger", Audits: []string{history.AuditLedger}, Initial: 100,
 		Inventory: []history.InventoryRow{{SKU: "abc", Quantity: 99}},
 		Ledger:    []history.LedgerRow{ledgerRow(1, "a", 0, 100), ledgerRow(2, "b", 0, 100)}}
 	r := h.check(t, Options{Tables: tables})
@@ -78,7 +78,7 @@ func TestJobsDuplicateRate(t *testing.T) {
 	h.write(1, "k:1", "b", 1502, 1503, ok, 0, 1)
 	h.acquire(2, "k:2", "c", 1500, 1501, ok)
 	h.write(2, "k:2", "c", 1502, 1503, ok, 0, 1)
-	tables := &history.Tables{Resource: "postgres", Workload: "jobs", Jobs: 2000,
+	tables := &history.Tables{Resource: "postgres", Workload: "jobs", Table: "done", Audits: []string{history.AuditDuplicates}, Jobs: 2000,
 		Done: []history.DoneRow{{Seq: 1, Job: 7, Key: "k:1", Token: "a"}, {Seq: 2, Job: 7, Key: "k:1", Token: "b"}, {Seq: 3, Job: 1001, Key: "k:2", Token: "c"}}}
 	r := h.check(t, Options{Tables: tables})
 	expect(t, r, map[string]int{})
@@ -98,7 +98,7 @@ func TestRestartedFencesAreNoStaleWrite(t *testing.T) {
 	h.release(0, "k", "a", 4, 5, ok)
 	h.acquire(1, "k", "b", 3000, 3001, ok).fence(1)
 	h.write(1, "k", "b", 3002, 3003, ok, 0, 98)
-	tables := &history.Tables{Resource: "postgres", Workload: "inventory", Initial: 100,
+	tables := &history.Tables{Resource: "postgres", Workload: "inventory", Table: "ledger", Audits: []string{history.AuditLedger}, Initial: 100,
 		Inventory: []history.InventoryRow{{SKU: "abc", Quantity: 98}},
 		Ledger:    []history.LedgerRow{ledgerRow(1, "a", 57, 100), ledgerRow(2, "b", 1, 99)}}
 	if r := h.check(t, Options{Tables: tables}); r.Anomalies[StaleWrite] != 0 {
@@ -136,7 +136,7 @@ func TestSeveralWritesPerGrantInTheLedger(t *testing.T) {
 	h.write(1, "k", "b", 1102, 1103, ok, 0, 97).fence(6)
 	h.write(0, "k", "a", 1200, 1202, ok, 0, 96).fence(5)
 	h.write(1, "k", "b", 1300, 1302, ok, 0, 95).fence(6)
-	tables := &history.Tables{Resource: "postgres", Workload: "inventory", Fencing: "none", Initial: 100,
+	tables := &history.Tables{Resource: "postgres", Workload: "inventory", Table: "ledger", Audits: []string{history.AuditLedger}, Fencing: "none", Initial: 100,
 		Inventory: []history.InventoryRow{{SKU: "abc", Quantity: 95}},
 		Ledger: []history.LedgerRow{ledgerRow(1, "a", 5, 100), ledgerRow(2, "a", 5, 99), ledgerRow(3, "b", 6, 98),
 			ledgerRow(4, "a", 5, 97), ledgerRow(5, "b", 6, 96)}}

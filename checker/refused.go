@@ -124,7 +124,7 @@ func (c *checker) heldBefore(w *history.Op, accepted []*history.Op) (string, *hi
 					r.Seq, who(last), r.Fence, r.LockTokenBefore, r.LockTokenAfter, r.QuantityBefore, r.QuantityAfter), last
 			}
 		}
-		return fmt.Sprintf("the done table's last row for a write answered before it was sent is row %d, by %s", lastRow.seq, who(last)), last
+		return fmt.Sprintf("the %s table's last row for a write answered before it was sent is row %d, by %s", t.Table, lastRow.seq, who(last)), last
 	}
 	var best *history.Op
 	for _, a := range accepted {

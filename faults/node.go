@@ -149,7 +149,7 @@ func maxTime(a, b time.Time) time.Time {
 // first lets operations in flight at the partition land, then waits until
 // the lease held then, if any, has certainly expired (one TTL after its
 // grant), and no longer: with the lock free at the cut, nothing is left
-// to expire. It counts from the grant (Mutex.AwaitHolder): the workload's
+// to expire. It counts from the grant (Loop.AwaitHolder): the workload's
 // one extend, right after the write, moves the lease's end by the write's
 // few milliseconds, which the inFlight margin covers; a later renewal, and
 // keys a failed acquire left where its cleanup could not reach, are not

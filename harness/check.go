@@ -99,7 +99,8 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		Resource string `json:"resource"`
 	}
 	json.Unmarshal(meta.Spec, &spec)
-	opts := checker.Options{Slack: slack, Timeout: *timeout, Tables: tables, Database: spec.Resource == resource.Postgres}
+	protected, _ := resource.Lookup(spec.Resource)
+	opts := checker.Options{Slack: slack, Timeout: *timeout, Tables: tables, Database: protected.Database}
 	// The pages hold the whole history: it is read once, and they are
 	// drawn from the events and the checker's operations in memory.
 	// Without them it is checked as it is read, so that a soak's millions

@@ -12,6 +12,7 @@ import (
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/scenario"
+	"github.com/lockharness/lockharness/workloads"
 )
 
 // cmdList prints the topologies, the catalog, the recipes and the faults.
@@ -58,10 +59,15 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "\nScenarios in %s (harness repro FILE, harness suite --dir %s):\n", *dir, *dir)
 		listScenarios(tw, own)
 	}
-	fmt.Fprintln(tw, "\nResources and workloads (--resource, --workload, --fencing):")
-	fmt.Fprintf(tw, "  memory\tmutex\tthe in-memory counter the harness holds; fenced when the lock hands out fences\n")
-	fmt.Fprintf(tw, "  postgres\tinventory\tsell one unit of the seed's inventory row per holder; a trigger writes the ledger the checker audits\n")
-	fmt.Fprintf(tw, "  postgres\tjobs\tprocess the next job behind one of --keys lock keys; reports the duplicate-work rate\n")
+	fmt.Fprintln(tw, "\nResources (--resource NAME):")
+	for _, r := range resource.Resources {
+		fmt.Fprintf(tw, "  %s\t%s\n", r.Name, r.Summary)
+	}
+	fmt.Fprintln(tw, "\nWorkloads (--workload NAME), the resources they write to, their requests, what they take:")
+	for _, w := range workloads.Workloads() {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", w.Name, strings.Join(w.Resources, ","), strings.Join(w.Ops(), ","), orDash(w.Takes()), w.Summary)
+	}
+	fmt.Fprintln(tw, "  fencing modes (--fencing):")
 	for _, f := range resource.Fencings {
 		fmt.Fprintf(tw, "    --fencing %s\t\t%s\n", f, resource.Fencing(f))
 	}
@@ -115,7 +121,7 @@ func listScenarios(w io.Writer, entries []scenario.Entry) {
 	for _, e := range entries {
 		s := e.Spec
 		lock := s.Lock
-		if s.Workload != scenario.WorkloadMutex {
+		if s.Workload != workloads.Default {
 			lock += " · " + s.Workload + " fencing " + s.Fencing
 		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Name, s.Topology, lock, s.Nemesis, e.Expect, e.Source)

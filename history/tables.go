@@ -2,22 +2,30 @@ package history
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // TablesFile is the file beside history.jsonl that keeps a real resource's
 // final rows, so that check and report judge a run from its directory alone.
 const TablesFile = "resource.json"
 
-// Workloads that write to a database, as Tables.Workload names them.
+// The checker's audits of a database's final rows, as a workload declares
+// them (Tables.Audits).
 const (
-	WorkloadInventory = "inventory"
-	WorkloadJobs      = "jobs"
+	// AuditLedger: every accepted write sold one unit, each from the
+	// quantity the write before it left (the inventory's ledger).
+	AuditLedger = "ledger"
+	// AuditDuplicates: a write is a job done, and a job done more than
+	// once is duplicate work; a write that answered ok having stored
+	// nothing was absorbed by an idempotent insert and left no row.
+	AuditDuplicates = "duplicates"
 )
 
 // Tables are the protected database's own rows, read once the clients
@@ -25,8 +33,12 @@ const (
 type Tables struct {
 	// Resource is the kind of database (postgres).
 	Resource string `json:"resource"`
-	// Workload is inventory or jobs.
+	// Workload is the workload that wrote them (inventory, jobs, ...).
 	Workload string `json:"workload"`
+	// Table is the table that records every accepted write, one row each
+	// (ledger, done, ...), and Audits the checker's audits of the rows.
+	Table  string   `json:"table,omitempty"`
+	Audits []string `json:"audits,omitempty"`
 	// Fencing is how writes were fenced: none, where, cas, app-check or
 	// sql (the user's own statement).
 	Fencing string `json:"fencing,omitempty"`
@@ -43,7 +55,37 @@ type Tables struct {
 	Idempotent bool `json:"idempotent,omitempty"`
 	// Done has one row per processed job, in insert order (jobs).
 	Done []DoneRow `json:"done,omitempty"`
+	// Accepted are the rows of Table, for a workload that keeps no rows of
+	// its own above.
+	Accepted []AcceptedRow `json:"accepted,omitempty"`
 }
+
+// AcceptedRow is one accepted write as the database recorded it: its
+// order, who wrote, and the database's clock_timestamp().
+type AcceptedRow struct {
+	Seq    int64  `json:"seq"`
+	Client int    `json:"client"`
+	Token  string `json:"token"`
+	Fence  int64  `json:"fence,omitempty"`
+	At     string `json:"at"`
+}
+
+// AcceptedRows are every accepted write the tables hold, whichever
+// workload's rows they are, in the database's order.
+func (t *Tables) AcceptedRows() []AcceptedRow {
+	rows := slices.Clone(t.Accepted)
+	for _, l := range t.Ledger {
+		rows = append(rows, AcceptedRow{Seq: l.Seq, Client: l.Client, Token: l.Token, Fence: l.Fence, At: l.At})
+	}
+	for _, d := range t.Done {
+		rows = append(rows, AcceptedRow{Seq: d.Seq, Client: d.Client, Token: d.Token, At: d.At})
+	}
+	slices.SortFunc(rows, func(a, b AcceptedRow) int { return cmp.Compare(a.Seq, b.Seq) })
+	return rows
+}
+
+// Audited reports whether the tables' workload declared the audit.
+func (t *Tables) Audited(audit string) bool { return slices.Contains(t.Audits, audit) }
 
 // InventoryRow is one row of the inventory table.
 type InventoryRow struct {
@@ -106,5 +148,20 @@ func ReadTables(dir string) (*Tables, error) {
 	if t.Resource == "" || t.Workload == "" {
 		return nil, fmt.Errorf("%s: it names no resource or workload", TablesFile)
 	}
+	if t.Table == "" {
+		upgradeTables(&t)
+	}
 	return &t, nil
+}
+
+// upgradeTables gives the tables of a run recorded before they named their
+// table and audits (the inventory's and the jobs') what their workload
+// declared then.
+func upgradeTables(t *Tables) {
+	switch t.Workload {
+	case "inventory":
+		t.Table, t.Audits = "ledger", []string{AuditLedger}
+	case "jobs":
+		t.Table, t.Audits = "done", []string{AuditDuplicates}
+	}
 }

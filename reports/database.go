@@ -69,6 +69,14 @@ func (a *analysis) findingRows(t *history.Tables, f checker.Finding) *rowTable {
 				rt.Rows = append(rt.Rows, []string{strconv.FormatInt(d.Seq, 10), strconv.FormatInt(d.Job, 10), d.Key, strconv.Itoa(d.Client), d.Token, d.At})
 			}
 		}
+	case len(t.Accepted) > 0:
+		rt = &rowTable{Caption: fmt.Sprintf("the %s table's rows for these writes (the database's own order and clock)", t.Table),
+			Head: []string{"seq", "client", "token", "clock_timestamp()"}}
+		for _, r := range t.Accepted {
+			if tokens[r.Token] {
+				rt.Rows = append(rt.Rows, []string{strconv.FormatInt(r.Seq, 10), strconv.Itoa(r.Client), r.Token, r.At})
+			}
+		}
 	}
 	if rt == nil || len(rt.Rows) == 0 {
 		return nil

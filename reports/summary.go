@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -86,22 +87,27 @@ func countsLine(counts map[string]int, empty string) string {
 	return strings.Join(parts, "  ")
 }
 
-// DatabaseLines say what a real resource's final rows hold, a line each.
+// DatabaseLines say what a real resource's final rows hold, a line each:
+// what each audit the workload declared found, or, with none, the rows of
+// accepted writes.
 func DatabaseLines(db *checker.Database) []string {
-	switch db.Workload {
-	case history.WorkloadInventory:
-		lines := []string{fmt.Sprintf("%s inventory, fencing %s: %d units sold of %d, %d writes in the ledger", db.Resource, db.Fencing, db.Sold, db.Initial, db.Ledger)}
+	var lines []string
+	if slices.Contains(db.Audits, history.AuditLedger) {
+		lines = append(lines, fmt.Sprintf("%s %s, fencing %s: %d units sold of %d, %d writes in the ledger", db.Resource, db.Workload, db.Fencing, db.Sold, db.Initial, db.Ledger))
 		for _, r := range db.Inventory {
 			lines = append(lines, fmt.Sprintf("final row: sku %s quantity %d lock_token %d", r.SKU, r.Quantity, r.LockToken))
 		}
-		return lines
-	case history.WorkloadJobs:
-		line := fmt.Sprintf("%s jobs: %d of %d jobs processed, %d done rows; duplicate work %d jobs (%.1f per 1,000 processed)",
-			db.Resource, db.Processed, db.Jobs, db.DoneRows, db.Duplicated, db.DuplicatePer1000)
+	}
+	if slices.Contains(db.Audits, history.AuditDuplicates) {
+		line := fmt.Sprintf("%s %s: %d of %d jobs processed, %d done rows; duplicate work %d jobs (%.1f per 1,000 processed)",
+			db.Resource, db.Workload, db.Processed, db.Jobs, db.DoneRows, db.Duplicated, db.DuplicatePer1000)
 		if db.Absorbed > 0 {
 			line += fmt.Sprintf("; %d repeat processings absorbed by the idempotent insert", db.Absorbed)
 		}
-		return []string{line}
+		lines = append(lines, line)
 	}
-	return nil
+	if len(lines) == 0 {
+		lines = append(lines, fmt.Sprintf("%s %s: %d accepted writes in its %s table", db.Resource, db.Workload, db.Accepted, db.Table))
+	}
+	return lines
 }

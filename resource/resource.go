@@ -1,18 +1,18 @@
-// Package resource is what the lock protects: the embedded in-memory
-// counter (the default), and PostgreSQL, a real database the workers write
-// to through links of their own. For PostgreSQL it owns the server's
-// lifecycle (one per run, started and stopped by the harness), the schema of
-// each workload (inventory with its ledger, jobs with their done table), the
-// fenced statements a client writes with, and the final rows the checker
-// audits (history.Tables).
+// Package resource is what the lock protects, as a registry of kinds
+// (Resources): the embedded in-memory counter (the default), and
+// PostgreSQL, a real database the workers write to through links of their
+// own. For PostgreSQL it owns the server's lifecycle (one per run, started
+// and stopped by the harness), a client's connection and the transaction
+// that names the writer to the database, and the vocabulary of fenced
+// writes (fencing modes, a team's own statement). What a workload's tables
+// hold and how it writes them is the workload's (package workloads).
 package resource
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/lockharness/lockharness/history"
 )
 
 // Resources a run can protect.
@@ -21,14 +21,47 @@ const (
 	Postgres = "postgres"
 )
 
-// Names lists the resources.
-var Names = []string{Memory, Postgres}
+// Resource is a kind of resource a run protects, as a spec names it.
+type Resource struct {
+	Name    string
+	Summary string
+	// Database: the clients' workers write to it themselves, each through
+	// a link of its own, and every run starts a server of its own.
+	Database bool
+	// LocalOnly: its server runs as a process beside the harness, so not
+	// with the docker backend.
+	LocalOnly bool
+	// Available says why it cannot run on this machine; nil: it can.
+	Available func() error
+	// Start starts a database's server for one run in dir.
+	Start func(ctx context.Context, dir string) (*Server, error)
+}
 
-// Workloads on a database.
-const (
-	Inventory = history.WorkloadInventory
-	Jobs      = history.WorkloadJobs
-)
+// Resources are the resources this build knows, the default first.
+var Resources = []Resource{
+	{Name: Memory, Summary: "a counter per lock key in the harness's memory; fenced when the lock hands out fences"},
+	{Name: Postgres, Summary: "a PostgreSQL server of the run's own (Debian's postgresql), each client writing through a link of its own",
+		Database: true, LocalOnly: true, Available: func() error { _, err := PostgresBin(); return err }, Start: StartPostgres},
+}
+
+// Lookup finds a resource by name.
+func Lookup(name string) (Resource, bool) {
+	for _, r := range Resources {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Resource{}, false
+}
+
+// Names lists the resources' names.
+func Names() []string {
+	names := make([]string, len(Resources))
+	for i, r := range Resources {
+		names[i] = r.Name
+	}
+	return names
+}
 
 // How an inventory write is fenced.
 const (
@@ -78,17 +111,6 @@ func Fencing(mode string) string {
 	}
 	return mode
 }
-
-// SKU is the inventory row every client sells from (the seed's 'abc'), and
-// Stock is what it starts with: more than any run sells.
-const (
-	SKU   = "abc"
-	Stock = 1_000_000
-)
-
-// JobsPerKey is how many jobs wait behind each lock key: more than a run
-// processes, so no key runs dry.
-const JobsPerKey = 1000
 
 // Parameters a --write-sql statement may name.
 var SQLParams = []string{"sku", "fence", "token", "client"}

@@ -61,7 +61,7 @@ func TestEveryFaultAppliesRecordsAndHeals(t *testing.T) {
 			s.Topology, s.Nemesis, s.TTL, s.Clients, s.Seed = topology, strings.Join(list, ","), Duration(time.Second), 3, 1
 			s.Lock = recipeFor(t, planned.Shape())
 			if noDatabase == nil {
-				s.Workload = WorkloadInventory
+				s.Workload = "inventory"
 			}
 			switch topology {
 			case cluster.Target:

@@ -56,7 +56,7 @@ func TestExecRedisPy(t *testing.T) {
 			t.Skip("the redis-py worker does not write to postgres (Debian's python3-psycopg2 missing? run `make setup`)")
 		}
 		s := execSpecFor(RedisPyWorker, "pause-client", 8*time.Second)
-		s.Workload = WorkloadInventory
+		s.Workload = "inventory"
 		r := run(t, s)
 		wantAnomaly(t, r, checker.StaleWrite)
 		if db := r.Checker.Database; db == nil || db.Ledger < 5 || db.Sold != int64(db.Ledger) {

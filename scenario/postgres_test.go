@@ -16,6 +16,7 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/resource"
+	"github.com/lockharness/lockharness/workloads"
 )
 
 func needPostgres(t *testing.T) {
@@ -28,7 +29,7 @@ func needPostgres(t *testing.T) {
 
 func inventory(lock, fencing, nemesis string, limit time.Duration, seed int64) Spec {
 	s := spec(lock, nemesis, limit, seed)
-	s.Workload, s.Resource, s.Fencing = WorkloadInventory, resource.Postgres, fencing
+	s.Workload, s.Resource, s.Fencing = "inventory", resource.Postgres, fencing
 	return s
 }
 
@@ -42,7 +43,7 @@ func TestInventoryClean(t *testing.T) {
 	if db == nil || len(db.Inventory) != 1 {
 		t.Fatalf("results.json has no final rows: %+v", db)
 	}
-	if ok := r.Stats["write"].OK; ok < 5 || db.Sold != int64(ok) || db.Ledger != ok || db.Inventory[0].Quantity != resource.Stock-int64(ok) {
+	if ok := r.Stats["write"].OK; ok < 5 || db.Sold != int64(ok) || db.Ledger != ok || db.Inventory[0].Quantity != workloads.Stock-int64(ok) {
 		t.Errorf("%d writes acknowledged; the database sold %d with %d ledger rows, quantity %d", ok, db.Sold, db.Ledger, db.Inventory[0].Quantity)
 	}
 }
@@ -69,7 +70,7 @@ func TestJobsDuplicateWork(t *testing.T) {
 	needPostgres(t)
 	jobs := func(nemesis string, idempotent bool) *checker.Database {
 		s := spec("cad", nemesis, 8*time.Second, 1)
-		s.Workload, s.Keys, s.Idempotent = WorkloadJobs, 5, idempotent
+		s.Workload, s.Keys, s.Idempotent = "jobs", 5, idempotent
 		r := run(t, s)
 		if r.Checker.Database == nil {
 			t.Fatalf("no database audit in %+v", r.Checker)
@@ -146,15 +147,18 @@ func TestResourceSpecErrors(t *testing.T) {
 		change func(*Spec)
 		want   string
 	}{
-		{func(s *Spec) { s.Workload, s.Fencing = WorkloadInventory, "where" }, "--fencing where needs fencing tokens, and lock cad hands out none (locks that do: fenced"},
-		{func(s *Spec) { s.Resource = resource.Postgres }, "workload mutex counts in the harness's memory"},
-		{func(s *Spec) { s.Workload, s.Resource = WorkloadInventory, resource.Memory }, "workload inventory writes to a database"},
+		{func(s *Spec) { s.Workload, s.Fencing = "inventory", "where" }, "--fencing where needs fencing tokens, and lock cad hands out none (locks that do: fenced"},
+		{func(s *Spec) { s.Resource = resource.Postgres }, "workload mutex writes to memory, not postgres: leave --resource out, or with --resource postgres use --workload inventory or jobs"},
+		{func(s *Spec) { s.Workload, s.Resource = "inventory", resource.Memory }, "workload inventory writes to postgres, not memory: leave --resource out, or with --resource memory use --workload mutex"},
+		{func(s *Spec) { s.Workload = "job" }, `unknown workload "job"`},
+		{func(s *Spec) { s.Workload, s.Fencing = "jobs", "where" }, "--fencing where: workload jobs takes no such fencing (workloads that do: inventory)"},
+		{func(s *Spec) { s.Workload, s.WriteSQL = "jobs", "x.sql" }, "--write-sql replaces the inventory workload's write; workload jobs has none"},
 		{func(s *Spec) { s.Resource = "mysql" }, `unknown resource "mysql" (valid: memory, postgres)`},
-		{func(s *Spec) { s.Workload, s.Fencing = WorkloadInventory, "maybe" }, `unknown fencing "maybe" (valid: none, where, cas, app-check)`},
+		{func(s *Spec) { s.Workload, s.Fencing = "inventory", "maybe" }, `unknown fencing "maybe" (valid: none, where, cas, app-check)`},
 		{func(s *Spec) { s.Nemesis = "delay-write" }, "nemesis delay-write needs a database"},
-		{func(s *Spec) { s.Workload, s.Backend = WorkloadInventory, "docker" }, "it does not run with --backend docker yet"},
+		{func(s *Spec) { s.Workload, s.Backend = "inventory", "docker" }, "it does not run with --backend docker yet"},
 		{func(s *Spec) { s.Idempotent = true }, "--idempotent makes the jobs workload's insert idempotent"},
-		{func(s *Spec) { s.Workload, s.Keys = WorkloadInventory, 3 }, "--keys 3: the mutex and jobs workloads take a number of keys"},
+		{func(s *Spec) { s.Workload, s.Keys = "inventory", 3 }, "--keys 3: the mutex and jobs workloads take a number of keys"},
 		{func(s *Spec) { s.Keys = -1 }, "--keys -1: the mutex and jobs workloads take a number of keys, at least 1"},
 	}
 	for _, c := range cases {
@@ -253,7 +257,7 @@ func pidWithArgs(a, b string) int {
 func TestJobsWithAuth(t *testing.T) {
 	needPostgres(t)
 	s := spec("fenced", "none", 4*time.Second, 1)
-	s.Workload, s.Keys, s.Auth = WorkloadJobs, 3, true
+	s.Workload, s.Keys, s.Auth = "jobs", 3, true
 	r := run(t, s)
 	wantValid(t, r)
 	if r.Checker.Database == nil || r.Checker.Database.Processed < 5 {
@@ -266,6 +270,6 @@ func TestJobsWithAuth(t *testing.T) {
 func TestJobsStuckKey(t *testing.T) {
 	needPostgres(t)
 	s := spec("naive", "kill-client", 6*time.Second, 1)
-	s.Workload, s.Keys = WorkloadJobs, 3
+	s.Workload, s.Keys = "jobs", 3
 	wantAnomaly(t, run(t, s), checker.StuckLock)
 }

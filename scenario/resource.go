@@ -20,109 +20,140 @@ import (
 	"github.com/lockharness/lockharness/internal/suggest"
 )
 
-// Workloads this build knows: mutex protects the in-memory counter;
-// inventory and jobs write to a database.
-const (
-	WorkloadMutex     = "mutex"
-	WorkloadInventory = resource.Inventory
-	WorkloadJobs      = resource.Jobs
-)
-
-// Workloads lists them.
-var Workloads = []string{WorkloadMutex, WorkloadInventory, WorkloadJobs}
-
-// DefaultJobKeys is the jobs workload's number of lock keys.
-const DefaultJobKeys = 20
-
-// resolveResource checks the resource side of a spec and fills in its
-// defaults: the resource a workload implies, and the fencing. It returns
-// the user's statement when --write-sql gives one, checked by a database.
-func resolveResource(s *Spec, p Plan) (*resource.Statement, []error) {
+// resolveResource checks the resource side of a spec against its workload
+// (workloads.Lookup) and fills in its defaults: the resource the workload
+// writes to, its number of keys, and the fencing. It notes in p the
+// workload, the resource and the user's statement when --write-sql gives
+// one, checked by a database.
+func resolveResource(s *Spec, p *Plan) []error {
+	wl, err := workloads.Lookup(s.Workload)
+	if err != nil {
+		return []error{err}
+	}
+	p.Workload = wl
+	if s.Resource == "" {
+		s.Resource = wl.Resources[0]
+	}
+	res, ok := resource.Lookup(s.Resource)
+	if !ok {
+		return []error{suggest.Unknown("resource", s.Resource, resource.Names(), "")}
+	}
+	p.Resource = res
 	var errs []error
-	db := s.Workload == WorkloadInventory || s.Workload == WorkloadJobs
-	switch {
-	case s.Resource == "" && db:
-		s.Resource = resource.Postgres
-	case s.Resource == "":
-		s.Resource = resource.Memory
-	case !slices.Contains(resource.Names, s.Resource):
-		return nil, []error{suggest.Unknown("resource", s.Resource, resource.Names, "")}
-	case s.Resource == resource.Memory && db:
-		errs = append(errs, fmt.Errorf("workload %s writes to a database: use --resource %s (or leave --resource out)", s.Workload, resource.Postgres))
-	case s.Resource == resource.Postgres && s.Workload == WorkloadMutex:
-		errs = append(errs, fmt.Errorf("workload %s counts in the harness's memory; with --resource %s use --workload %s or %s", WorkloadMutex, resource.Postgres, WorkloadInventory, WorkloadJobs))
+	if !wl.WritesTo(res.Name) {
+		errs = append(errs, fmt.Errorf("workload %s writes to %s, not %s: leave --resource out, or with --resource %s use --workload %s",
+			wl.Name, strings.Join(wl.Resources, " or "), res.Name, res.Name, orList(workloadNames(func(w workloads.Workload) bool { return w.WritesTo(res.Name) }))))
 	}
 	if s.Fencing == "" {
 		s.Fencing = resource.FenceNone
 	}
-	if !slices.Contains(resource.Fencings, s.Fencing) {
+	switch {
+	case !slices.Contains(resource.Fencings, s.Fencing):
 		errs = append(errs, suggest.Unknown("fencing", s.Fencing, resource.Fencings, ""))
+	case s.Fencing != resource.FenceNone && !slices.Contains(wl.Fencings, s.Fencing):
+		errs = append(errs, fmt.Errorf("--fencing %s: workload %s takes no such fencing (workloads that do: %s)", s.Fencing, wl.Name,
+			orList(workloadNames(func(w workloads.Workload) bool { return slices.Contains(w.Fencings, s.Fencing) }))))
 	}
-	if s.Fencing != resource.FenceNone && s.Workload != WorkloadInventory {
-		errs = append(errs, fmt.Errorf("--fencing %s fences the inventory's writes; workload %s has none to fence", s.Fencing, s.Workload))
-	}
-	if s.WriteSQL != "" && s.Workload != WorkloadInventory {
-		errs = append(errs, fmt.Errorf("--write-sql replaces the inventory's write; workload %s has none", s.Workload))
+	if s.WriteSQL != "" && !wl.WriteSQL {
+		errs = append(errs, fmt.Errorf("--write-sql replaces the %s workload's write; workload %s has none", orList(workloadNames(func(w workloads.Workload) bool { return w.WriteSQL })), wl.Name))
 	}
 	if s.WriteSQL != "" && s.Fencing != resource.FenceNone {
 		errs = append(errs, fmt.Errorf("give --fencing %s or --write-sql %s, not both: the statement is the fencing", s.Fencing, s.WriteSQL))
 	}
-	if s.Keys < 0 || s.Keys > 0 && s.Workload == WorkloadInventory {
-		errs = append(errs, fmt.Errorf("--keys %d: the mutex and jobs workloads take a number of keys, at least 1; inventory sells one row under one key", s.Keys))
+	if s.Keys < 0 || s.Keys > 0 && wl.OneKey {
+		errs = append(errs, fmt.Errorf("--keys %d: the %s workloads take a number of keys, at least 1; %s writes one row under one key",
+			s.Keys, andList(workloadNames(func(w workloads.Workload) bool { return !w.OneKey })), wl.Name))
 	}
-	if s.Idempotent && s.Workload != WorkloadJobs {
-		errs = append(errs, fmt.Errorf("--idempotent makes the jobs workload's insert idempotent; workload %s has none", s.Workload))
+	if s.Idempotent && !wl.Idempotent {
+		errs = append(errs, fmt.Errorf("--idempotent makes the %s workload's insert idempotent; workload %s has none", orList(workloadNames(func(w workloads.Workload) bool { return w.Idempotent })), wl.Name))
 	}
-	if s.Resource != resource.Postgres {
-		return nil, errs
+	if !res.Database {
+		return errs
 	}
-	if s.Backend == cluster.BackendDocker {
-		errs = append(errs, fmt.Errorf("--resource %s runs PostgreSQL as a local process; it does not run with --backend %s yet (use --backend %s)", resource.Postgres, cluster.BackendDocker, cluster.BackendLocal))
+	if res.LocalOnly && s.Backend != "" && s.Backend != cluster.BackendLocal {
+		errs = append(errs, fmt.Errorf("--resource %s runs its server as a local process; it does not run with --backend %s yet (use --backend %s)", res.Name, s.Backend, cluster.BackendLocal))
 	}
-	if s.Lock == ExecLock && p.Worker.Name != "" && !slices.Contains(p.Worker.Writes, resource.Postgres) {
-		errs = append(errs, fmt.Errorf("worker %s does not write to %s itself (its ready line has no \"writes\": [%q]); a real resource needs workers that do (docs/worker-protocol.md)", p.Worker.Name, resource.Postgres, resource.Postgres))
+	if s.Lock == ExecLock && p.Worker.Name != "" && !slices.Contains(p.Worker.Writes, res.Name) {
+		errs = append(errs, fmt.Errorf("worker %s does not write to %s itself (its ready line has no \"writes\": [%q]); a real resource needs workers that do (docs/worker-protocol.md)", p.Worker.Name, res.Name, res.Name))
 	}
-	if _, err := resource.PostgresBin(); err != nil {
-		errs = append(errs, err)
+	if res.Available != nil {
+		if err := res.Available(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	fenceNeeded := s.Fencing != resource.FenceNone
-	var st *resource.Statement
 	if s.WriteSQL != "" {
 		text, err := os.ReadFile(s.WriteSQL)
 		if err != nil {
-			return nil, append(errs, fmt.Errorf("--write-sql: %w", err))
+			return append(errs, fmt.Errorf("--write-sql: %w", err))
 		}
 		parsed, err := resource.ParseStatement(string(text))
 		if err != nil {
-			return nil, append(errs, fmt.Errorf("--write-sql %s: %w", s.WriteSQL, err))
+			return append(errs, fmt.Errorf("--write-sql %s: %w", s.WriteSQL, err))
 		}
-		st = &parsed
-		fenceNeeded = slices.Contains(st.Params, "fence")
+		p.Statement = &parsed
+		fenceNeeded = slices.Contains(parsed.Params, "fence")
 	}
 	if fenceNeeded && p.Lock.Name != "" && !p.Lock.Fences {
 		what := "--fencing " + s.Fencing
-		if st != nil {
+		if p.Statement != nil {
 			what = "--write-sql " + s.WriteSQL + " (it uses :fence)"
 		}
 		errs = append(errs, fmt.Errorf("%s needs fencing tokens, and lock %s hands out none (locks that do: %s)", what, p.Lock.Name, strings.Join(fencingLocks(), ", ")))
 	}
-	if st != nil && len(errs) == 0 {
-		if err := checkStatement(*st); err != nil {
+	if p.Statement != nil && len(errs) == 0 {
+		if err := checkStatement(res, wl, *p.Statement); err != nil {
 			errs = append(errs, fmt.Errorf("--write-sql %s: %w", s.WriteSQL, err))
 		}
 	}
-	return st, errs
+	return errs
+}
+
+// workloadsHelp is --workload's help: every workload with what it does
+// and where it writes.
+func workloadsHelp() string {
+	var parts []string
+	for _, w := range workloads.Workloads() {
+		parts = append(parts, fmt.Sprintf("%s (%s; %s)", w.Name, w.Summary, strings.Join(w.Resources, ", ")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// workloadNames are the registered workloads that pass keep.
+func workloadNames(keep func(workloads.Workload) bool) []string {
+	var names []string
+	for _, w := range workloads.Workloads() {
+		if keep(w) {
+			names = append(names, w.Name)
+		}
+	}
+	return names
+}
+
+// orList and andList join names as a sentence does: "a, b or c".
+func orList(names []string) string  { return joinLast(names, " or ") }
+func andList(names []string) string { return joinLast(names, " and ") }
+
+func joinLast(names []string, last string) string {
+	switch len(names) {
+	case 0:
+		return "none"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + last + names[len(names)-1]
 }
 
 // checked remembers statements a database accepted: a suite resolves the
 // same spec many times.
-var checked sync.Map // statement text → struct{}
+var checked sync.Map // workload and statement text → struct{}
 
-// checkStatement has a scratch PostgreSQL prepare the user's statement
-// against the inventory schema, so that bad SQL is refused with the
-// database's own error before anything of the run starts.
-func checkStatement(st resource.Statement) error {
-	if _, ok := checked.Load(st.SQL); ok {
+// checkStatement has a scratch server of the resource prepare the user's
+// statement against the workload's tables, so that bad SQL is refused with
+// the database's own error before anything of the run starts.
+func checkStatement(res resource.Resource, wl workloads.Workload, st resource.Statement) error {
+	memo := wl.Name + "\x00" + st.SQL
+	if _, ok := checked.Load(memo); ok {
 		return nil
 	}
 	dir, err := os.MkdirTemp("", "lockharness-sql-")
@@ -132,35 +163,26 @@ func checkStatement(st resource.Statement) error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := resource.StartPostgres(ctx, filepath.Join(dir, "postgres"))
+	srv, err := res.Start(ctx, filepath.Join(dir, res.Name))
 	if err != nil {
-		return fmt.Errorf("starting PostgreSQL to check it: %w", err)
+		return fmt.Errorf("starting %s to check it: %w", res.Name, err)
 	}
 	defer srv.Close()
-	if err := resource.Prepare(ctx, srv.Addr, resource.Schema{Workload: resource.Inventory}); err != nil {
+	if err := wl.Prepare(ctx, srv.Addr, workloads.Setup{}); err != nil {
 		return err
 	}
 	if err := resource.CheckStatement(ctx, srv.Addr, st); err != nil {
 		return err
 	}
-	checked.Store(st.SQL, struct{}{})
+	checked.Store(memo, struct{}{})
 	return nil
 }
 
-// database is a run's PostgreSQL: the server and the schema its workload
-// wrote.
+// database is a run's database: the server and what its workload's tables
+// were prepared with.
 type database struct {
-	srv    *resource.Server
-	schema resource.Schema
-}
-
-// schemaOf is the tables a planned workload needs: jobs, a queue per key.
-func schemaOf(p Plan) resource.Schema {
-	var keys []string
-	if p.Spec.Workload == WorkloadJobs {
-		keys = p.Keys
-	}
-	return resource.Schema{Workload: p.Spec.Workload, Keys: keys, Idempotent: p.Spec.Idempotent}
+	srv   *resource.Server
+	setup workloads.Setup
 }
 
 // lockKeyPatterns are the keys a run's clients may touch, for the ACL of
@@ -190,17 +212,17 @@ func storeKey(s Spec) func(string) string {
 	return nil
 }
 
-// startDatabase starts the run's PostgreSQL in dir, creates its tables and
-// one link to it per client slot.
+// startDatabase starts the run's database in dir, creates its workload's
+// tables and one link to it per client slot.
 func startDatabase(ctx context.Context, p Plan, dir string, net *faults.Network, slots int) (*database, error) {
-	srv, err := resource.StartPostgres(ctx, dir)
+	srv, err := p.Resource.Start(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	db := &database{srv: srv, schema: schemaOf(p)}
-	if err := resource.Prepare(ctx, srv.Addr, db.schema); err != nil {
+	db := &database{srv: srv, setup: workloads.Setup{Keys: p.Keys, Idempotent: p.Spec.Idempotent}}
+	if err := p.Workload.Prepare(ctx, srv.Addr, db.setup); err != nil {
 		srv.Close()
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, fmt.Errorf("%s: %w", p.Resource.Name, err)
 	}
 	for slot := range slots {
 		if _, err := net.Link(faults.DatabaseLinkName(slot), srv.Addr); err != nil {
@@ -212,26 +234,24 @@ func startDatabase(ctx context.Context, p Plan, dir string, net *faults.Network,
 }
 
 // access is the hello's database for a slot: through its own link.
-func (db *database) access(s Spec, st *resource.Statement, net *faults.Network, slot int) *workloads.Database {
-	d := &workloads.Database{Kind: resource.Postgres, DSN: resource.DSN(net.Get(faults.DatabaseLinkName(slot)).Addr()),
-		Workload: s.Workload, Fencing: s.Fencing, Idempotent: s.Idempotent,
+func (db *database) access(p Plan, net *faults.Network, slot int) *workloads.Database {
+	s := p.Spec
+	d := &workloads.Database{Kind: p.Resource.Name, DSN: resource.DSN(net.Get(faults.DatabaseLinkName(slot)).Addr()),
+		Workload: s.Workload, SKU: p.Workload.Tables.SKU, Fencing: s.Fencing, Idempotent: s.Idempotent,
 		// A delayed write must be able to arrive after the TTL it is
 		// delayed past, so the write's own bound is generous.
 		TimeoutMs: max(10*s.TTL.D(), 10*time.Second).Milliseconds()}
-	if s.Workload == WorkloadInventory {
-		d.SKU = resource.SKU
-	}
-	if st != nil {
-		d.Fencing, d.SQL = resource.FenceSQL, st.Text
+	if p.Statement != nil {
+		d.Fencing, d.SQL = resource.FenceSQL, p.Statement.Text
 	}
 	return d
 }
 
 // final reads the tables once the clients stopped.
-func (db *database) final(s Spec, st *resource.Statement) (*history.Tables, error) {
+func (db *database) final(p Plan) (*history.Tables, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	t, err := resource.Final(ctx, db.srv.Addr, db.schema, writeFencing(s, st))
+	t, err := p.Workload.Final(ctx, db.srv.Addr, db.setup, p.Resource.Name, writeFencing(p.Spec, p.Statement))
 	if err != nil {
 		return nil, fmt.Errorf("reading the database's final rows: %w", err)
 	}
@@ -253,12 +273,20 @@ func (db *database) close() {
 	}
 }
 
-func databaseFaults(s Spec, names []string) error {
-	if len(names) == 0 || s.Resource == resource.Postgres {
+// databaseFaults refuses faults on the clients' links to a database in a
+// run that has none.
+func databaseFaults(p Plan, names []string) error {
+	if len(names) == 0 || p.Resource.Database {
 		return nil
 	}
-	return fmt.Errorf("nemesis %s needs a database: it acts on the clients' links to one (add --resource %s with --workload %s or %s)",
-		strings.Join(names, ", "), resource.Postgres, WorkloadInventory, WorkloadJobs)
+	var dbs []string
+	for _, r := range resource.Resources {
+		if r.Database {
+			dbs = append(dbs, r.Name)
+		}
+	}
+	return fmt.Errorf("nemesis %s needs a database: it acts on the clients' links to one (add --resource %s with --workload %s)",
+		strings.Join(names, ", "), orList(dbs), orList(workloadNames(func(w workloads.Workload) bool { return w.Tables != nil })))
 }
 
 // fencingLocks are the built-in locks whose grants carry fencing tokens.

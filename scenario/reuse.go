@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
-	"github.com/lockharness/lockharness/resource"
 )
 
 // Topologies keeps the topologies runs have finished with, so that the
@@ -220,7 +219,7 @@ func (t *Topologies) take(ctx context.Context, p Plan, logf func(string, ...any)
 // usesUp reports whether p's runs leave their topology unfit for the next
 // and so are counted for spares (Expect).
 func usesUp(p Plan) bool {
-	return p.Nemesis.MovesRoles() && p.Spec.Resource != resource.Postgres
+	return p.Nemesis.MovesRoles() && !p.Resource.Database
 }
 
 // reset returns a kept topology of planned's start, reset, and what the

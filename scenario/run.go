@@ -20,7 +20,6 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/version"
 	"github.com/lockharness/lockharness/reports"
-	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -145,7 +144,7 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	}
 	followedErr := faults.WriteFollowed(dir, faults.FollowedOf(events, spec.Nemesis, spec.Seed, ran.nemesisFrom))
 	results, err := reports.Conclude(events, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout, Tables: tables,
-		Database: spec.Resource == resource.Postgres})
+		Database: plan.Resource.Database})
 	if err != nil {
 		return out, fmt.Errorf("checking the history: %w", err)
 	}
@@ -182,7 +181,7 @@ type rig struct {
 	db   *database
 	cl   *cluster.Cluster
 	net  *faults.Network
-	work *workloads.Mutex
+	work *workloads.Loop
 	env  *faults.Env
 	// stopWork ends the workload once (the close does it too).
 	stopWork func() error
@@ -208,7 +207,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	spec := plan.Spec
 	r = &rig{how: "fresh"}
 	reuse := opt.Reuse
-	if spec.Resource == resource.Postgres {
+	if plan.Resource.Database {
 		reuse = nil // its links would outlive the database
 	}
 	if k, how := reuse.take(ctx, plan, logf); k != nil {
@@ -232,8 +231,8 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	}()
 	// The database comes first: a statement it refuses ends the run
 	// before any Redis node starts.
-	if spec.Resource == resource.Postgres {
-		logf("starting PostgreSQL for the %s workload", spec.Workload)
+	if plan.Resource.Database {
+		logf("starting %s for the %s workload", spec.Resource, spec.Workload)
 		if r.db, err = startDatabase(ctx, plan, filepath.Join(dir, "postgres"), r.net, spec.Clients+1); err != nil {
 			return r, err
 		}
@@ -260,16 +259,16 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	}
 	r.stopGrants = faults.WatchGrants(cl, rec, plan.Lock.StoreKey, logf)
 	r.started, r.startedAt = rec.Now(), time.Now()
-	r.work, err = workloads.StartMutex(workloads.MutexConfig{
+	r.work, err = workloads.StartLoop(workloads.LoopConfig{
 		Clients: spec.Clients, Key: spec.Key, TTL: spec.TTL.D(), Hold: spec.Hold.D(), Seed: spec.Seed, Backoff: spec.Backoff.D(),
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends, Writes: spec.Writes,
 		FenceChecked: r.db != nil && plan.FenceChecked,
-		Database:     r.db != nil, Jobs: spec.Workload == WorkloadJobs, Keys: plan.Keys,
+		Database:     r.db != nil, Reads: plan.Workload.Reads(), Keys: plan.Keys,
 		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
 		Hello: func(slot int) workloads.Hello {
 			h := hello(spec, cl.Shape(), reach[slot], slot, workloads.DefaultReplyWithin.Milliseconds())
 			if r.db != nil {
-				h.Database = r.db.access(spec, plan.Statement, r.net, slot)
+				h.Database = r.db.access(plan, r.net, slot)
 			}
 			return h
 		},
@@ -340,7 +339,7 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	if r.db != nil {
 		defer func() {
 			r.stopWork()
-			t, ferr := r.db.final(spec, plan.Statement)
+			t, ferr := r.db.final(plan)
 			tables, err = t, cmp.Or(err, ferr)
 		}()
 	}
@@ -350,7 +349,7 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 		if prov.Servers == nil {
 			prov.Servers = map[string]string{}
 		}
-		prov.Servers["postgres"] = r.db.srv.Version(ctx)
+		prov.Servers[spec.Resource] = r.db.srv.Version(ctx)
 	}
 	logf("%d clients running %s against %s for %v, nemesis %s", spec.Clients, spec.Lock, spec.Key, spec.TimeLimit, spec.Nemesis)
 

@@ -210,11 +210,11 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.WorkerCmd, "worker-cmd", s.WorkerCmd, "with --lock exec: the `command` every client runs, a worker speaking the worker protocol (docs/worker-protocol.md), run by /bin/sh")
 	fs.StringVar(&s.Nemesis, "nemesis", s.Nemesis, "faults, comma-separated (the schedule picks one at a time) or joined by + (injected together), each with options after a colon (kill-node:delay=4s): "+strings.Join(faults.Names(), ", "))
 	fs.Var(&s.Interval, "nemesis-interval", "mean quiet time between faults, drawn from [D/2, 3D/2] (default: from the TTL)")
-	fs.StringVar(&s.Workload, "workload", s.Workload, "what clients do: mutex (write the in-memory counter), inventory (sell one unit of stock in PostgreSQL under the lock), jobs (process jobs from a PostgreSQL table, one lock key per queue)")
-	fs.StringVar(&s.Resource, "resource", s.Resource, "what the lock protects: "+strings.Join(resource.Names, ", ")+" (default: memory for mutex, postgres for inventory and jobs, started per run)")
+	fs.StringVar(&s.Workload, "workload", s.Workload, "what clients do: "+workloadsHelp())
+	fs.StringVar(&s.Resource, "resource", s.Resource, "what the lock protects: "+strings.Join(resource.Names(), ", ")+" (default: the workload's own; a database is started per run)")
 	fs.StringVar(&s.Fencing, "fencing", s.Fencing, "how inventory writes are fenced: none (plain UPDATE), where (lock_token <= $fence in the statement), cas (lock_token = the version read), app-check (read, compare in the client, then UPDATE)")
 	fs.StringVar(&s.WriteSQL, "write-sql", s.WriteSQL, "inventory: a `FILE` with your own write statement, with :sku, :fence, :token and :client; no row updated counts as fenced out")
-	fs.IntVar(&s.Keys, "keys", s.Keys, fmt.Sprintf("number of lock keys: mutex, each with its own counter (default 1: --key); jobs, each with its own queue of jobs (default %d); on a cluster spread over the shards", DefaultJobKeys))
+	fs.IntVar(&s.Keys, "keys", s.Keys, "number of lock keys: mutex, each with its own counter (default 1: --key); jobs, each with its own queue of jobs (default "+fmt.Sprint(workloads.Jobs.Keys)+"); on a cluster spread over the shards")
 	fs.BoolVar(&s.Idempotent, "idempotent", s.Idempotent, "jobs: make processing idempotent (INSERT ... ON CONFLICT (job) DO NOTHING)")
 	fs.IntVar(&s.Clients, "clients", s.Clients, "number of concurrent lock clients")
 	fs.IntVar(&s.Nodes, "nodes", s.Nodes, fmt.Sprintf("nodes of a topology whose size can be chosen (redlock: default %d)", cluster.DefaultRedlockNodes))
@@ -283,7 +283,7 @@ func (s Spec) DefaultName() string {
 func (s Spec) nameWith(lock string) string {
 	clean := strings.NewReplacer(",", "_", ":", "-", "=", "", "/", "-", " ", "")
 	name := fmt.Sprintf("%s-%s-%s", s.Topology, lock, s.Nemesis)
-	if s.Workload != "" && s.Workload != WorkloadMutex {
+	if s.Workload != "" && s.Workload != workloads.Default {
 		name += "-" + s.Workload
 	}
 	if s.Fencing != "" && s.Fencing != resource.FenceNone {
@@ -303,6 +303,9 @@ type Plan struct {
 	// Worker is what an exec lock's worker announced (zero otherwise).
 	Worker  workloads.Ready
 	Nemesis faults.Nemesis
+	// Workload is what the clients do, and Resource what they write to.
+	Workload workloads.Workload
+	Resource resource.Resource
 	// Statement is the user's write statement (--write-sql), checked.
 	Statement *resource.Statement
 	// Keys are the run's lock keys when it has several (lockKeys); none
@@ -330,9 +333,9 @@ func (s Spec) Resolve() (Plan, error) {
 	if len(s.Schedule) > 0 {
 		p.Steps, nemesis, nemesisErr = scheduleSteps(s.Schedule)
 	}
-	if s.Workload == WorkloadJobs && s.Keys == 0 {
-		// Filled in first: the job keys are the ACL's keys too.
-		s.Keys = DefaultJobKeys
+	if wl, err := workloads.Lookup(s.Workload); err == nil && s.Keys == 0 {
+		// Filled in first: a workload's keys are the ACL's keys too.
+		s.Keys = wl.Keys
 	}
 	if s.Target != "" && !strings.HasPrefix(s.Key, TargetKeyPrefix) {
 		// On a deployment that is not the harness's, its keys stay under
@@ -368,13 +371,9 @@ func (s Spec) Resolve() (Plan, error) {
 	} else if cl != nil {
 		errs = append(errs, p.Nemesis.Available(cl))
 	}
-	if err := cluster.OneOf("workload", s.Workload, Workloads); err != nil {
-		errs = append(errs, err)
-	} else {
-		st, resErrs := resolveResource(&s, p)
-		p.Statement = st
-		errs = append(errs, resErrs...)
-		errs = append(errs, databaseFaults(s, nemesis.NeedsDatabase()))
+	errs = append(errs, resolveResource(&s, &p)...)
+	if p.Workload.Name != "" {
+		errs = append(errs, databaseFaults(p, nemesis.NeedsDatabase()))
 	}
 	if s.Clients < 1 {
 		errs = append(errs, fmt.Errorf("clients must be at least 1, got %d", s.Clients))
@@ -442,7 +441,7 @@ func (s Spec) Resolve() (Plan, error) {
 		}
 	}
 	p.Spec, p.Cluster, p.Keys = s, cl, keys
-	p.FenceChecked = s.Resource == resource.Postgres && resource.ChecksFence(writeFencing(s, p.Statement), p.Statement)
+	p.FenceChecked = p.Resource.Database && resource.ChecksFence(writeFencing(s, p.Statement), p.Statement)
 	return p, nil
 }
 
@@ -501,21 +500,23 @@ func (s Spec) lineWith(lock string) string {
 	if s.TLS {
 		line += " · tls"
 	}
-	if s.Keys > 0 && s.Workload != WorkloadJobs {
+	res, _ := resource.Lookup(s.Resource)
+	if s.Keys > 0 && !res.Database {
 		line += fmt.Sprintf(" · %d keys", s.Keys)
 	}
-	if s.Resource == resource.Postgres {
-		line += " · " + s.Workload + " in postgres"
+	if res.Database {
+		wl, _ := workloads.Lookup(s.Workload)
+		line += " · " + s.Workload + " in " + s.Resource
 		switch {
 		case s.WriteSQL != "":
 			line += " · write-sql " + s.WriteSQL
-		case s.Workload == WorkloadInventory:
+		case len(wl.Fencings) > 0:
 			line += " · fencing " + s.Fencing
-		case s.Workload == WorkloadJobs:
+		case s.Keys > 0:
 			line += fmt.Sprintf(" · %d keys", s.Keys)
-			if s.Idempotent {
-				line += " · idempotent"
-			}
+		}
+		if s.Idempotent {
+			line += " · idempotent"
 		}
 	}
 	return line

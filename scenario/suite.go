@@ -20,7 +20,6 @@ import (
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
-	"github.com/lockharness/lockharness/resource"
 )
 
 // Planned is one run of a suite: a row of the matrix and its spec, with
@@ -439,8 +438,8 @@ func longestFirst(plan []Planned, stopEarly bool) []int {
 		if stopEarly && p.Expect != nil && len(p.Expect.StopOn()) > 0 {
 			d /= 2
 		}
-		if p.Spec.Resource == resource.Postgres {
-			d += 2 * time.Second
+		if p.plan != nil && p.plan.Resource.Database {
+			d += 2 * time.Second // its server's start and stop
 		}
 		return d
 	}

@@ -39,16 +39,16 @@ type WorkerCheckOptions struct {
 }
 
 // WorkerSession is one conformance session of a worker: on a topology, and
-// with a database when Database names its workload.
+// with a database (Resource) when Database names its workload.
 type WorkerSession struct {
-	Topology, Database string
-	Report             *workloads.Conformance
+	Topology, Resource, Database string
+	Report                       *workloads.Conformance
 }
 
 // Name is the session as the report heads it.
 func (w WorkerSession) Name() string {
 	if w.Database != "" {
-		return w.Topology + " + postgres " + w.Database
+		return w.Topology + " + " + w.Resource + " " + w.Database
 	}
 	return w.Topology
 }
@@ -57,9 +57,9 @@ func (w WorkerSession) Name() string {
 // a conformance session on every topology it announces, each against
 // servers of its own started as a run starts them, its hello shaped as a
 // run's (behind links of its own, with the dial map a sentinel's or
-// cluster's announced addresses need); and, for a worker that writes to
-// PostgreSQL itself, one session with the inventory and one with the jobs
-// workload against a scratch PostgreSQL.
+// cluster's announced addresses need); and, for a worker that writes to a
+// database itself, one session for each workload on that database, each
+// against a scratch server.
 func CheckWorker(ctx context.Context, commandLine string, opt WorkerCheckOptions) (workloads.Ready, []WorkerSession, error) {
 	ready, err := workloads.Probe(workloads.ShellCommand(commandLine, 0), opt.Stderr)
 	if err != nil {
@@ -89,39 +89,46 @@ func CheckWorker(ctx context.Context, commandLine string, opt WorkerCheckOptions
 		}
 		sessions = append(sessions, WorkerSession{Topology: t, Report: rep})
 	}
-	if !slices.Contains(ready.Writes, resource.Postgres) {
-		return ready, sessions, nil
-	}
-	if _, err := resource.PostgresBin(); err != nil {
-		return ready, sessions, fmt.Errorf("the worker writes to postgres, and this machine has no PostgreSQL to check it against: %w", err)
-	}
-	srv, err := resource.StartPostgres(ctx, filepath.Join(opt.Dir, "postgres"))
-	if err != nil {
-		return ready, sessions, err
-	}
-	defer srv.Close()
-	for _, s := range []resource.Schema{{Workload: resource.Inventory}, {Workload: resource.Jobs, Keys: []string{workloads.CheckKey}}} {
-		if err := resource.Prepare(ctx, srv.Addr, s); err != nil {
-			return ready, sessions, err
+	// A worker that writes to a database itself gets one session for
+	// each workload on it, each against a server of its own.
+	for _, res := range resource.Resources {
+		if !res.Database || !slices.Contains(ready.Writes, res.Name) {
+			continue
 		}
-	}
-	for i, workload := range []string{resource.Inventory, resource.Jobs} {
-		db := &workloads.Database{Kind: resource.Postgres, DSN: resource.DSN(srv.Addr), Workload: workload, Fencing: resource.FenceNone,
-			TimeoutMs: 10_000}
-		if workload == resource.Inventory {
-			db.SKU = resource.SKU
-			if ready.Fences {
-				db.Fencing = resource.FenceWhere
+		if err := res.Available(); err != nil {
+			return ready, sessions, fmt.Errorf("the worker writes to %s, and this machine has none to check it against: %w", res.Name, err)
+		}
+		for _, wl := range workloads.Workloads() {
+			if !wl.WritesTo(res.Name) {
+				continue
 			}
+			opt.Log("session on %s with %s (%s)", topologies[0], res.Name, wl.Name)
+			rep, err := checkWithDatabase(ctx, commandLine, topologies[0], res, wl, ready, filepath.Join(opt.Dir, res.Name+"-"+wl.Name), opt)
+			if err != nil {
+				return ready, sessions, fmt.Errorf("session with %s (%s): %w", res.Name, wl.Name, err)
+			}
+			sessions = append(sessions, WorkerSession{Topology: topologies[0], Resource: res.Name, Database: wl.Name, Report: rep})
 		}
-		opt.Log("session on %s with postgres (%s)", topologies[0], workload)
-		rep, err := checkOnTopology(ctx, commandLine, topologies[0], &database{srv: srv}, filepath.Join(opt.Dir, fmt.Sprintf("db%d", i)), opt, db)
-		if err != nil {
-			return ready, sessions, fmt.Errorf("session with postgres (%s): %w", workload, err)
-		}
-		sessions = append(sessions, WorkerSession{Topology: topologies[0], Database: workload, Report: rep})
 	}
 	return ready, sessions, nil
+}
+
+// checkWithDatabase runs one session with the workload's tables on a
+// server of the resource's own.
+func checkWithDatabase(ctx context.Context, commandLine, topology string, res resource.Resource, wl workloads.Workload, ready workloads.Ready, dir string, opt WorkerCheckOptions) (*workloads.Conformance, error) {
+	srv, err := res.Start(ctx, filepath.Join(dir, res.Name))
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	if err := wl.Prepare(ctx, srv.Addr, workloads.Setup{Keys: []string{workloads.CheckKey}}); err != nil {
+		return nil, err
+	}
+	db := &workloads.Database{Kind: res.Name, DSN: resource.DSN(srv.Addr), Workload: wl.Name, SKU: wl.Tables.SKU, Fencing: resource.FenceNone, TimeoutMs: 10_000}
+	if ready.Fences && slices.Contains(wl.Fencings, resource.FenceWhere) {
+		db.Fencing = resource.FenceWhere
+	}
+	return checkOnTopology(ctx, commandLine, topology, &database{srv: srv}, dir, opt, db)
 }
 
 // checkOnTopology starts the topology as a run would, runs one session
@@ -241,14 +248,22 @@ func (t topologyServers) Rows(ctx context.Context, token string) (int64, error) 
 	if t.db == nil {
 		return 0, errors.New("no database")
 	}
-	return resource.RowsOf(ctx, t.db.srv.Addr, t.workload, token)
+	wl, err := workloads.Lookup(t.workload)
+	if err != nil {
+		return 0, err
+	}
+	return wl.RowsOf(ctx, t.db.srv.Addr, token)
 }
 
 func (t topologyServers) FenceAbove(ctx context.Context) error {
 	if t.db == nil {
 		return errors.New("no database")
 	}
-	return resource.RaiseFence(ctx, t.db.srv.Addr)
+	wl, err := workloads.Lookup(t.workload)
+	if err != nil {
+		return err
+	}
+	return wl.FenceAbove(ctx, t.db.srv.Addr)
 }
 
 // counters are TCP forwarders in front of a worker's own links, each

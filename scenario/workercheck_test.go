@@ -46,7 +46,7 @@ func TestWorkerCheckOnEveryTopologyAndTheDatabase(t *testing.T) {
 	}
 	for i, steps := range map[int][]string{
 		3: {"the write's ledger row: 1 row of its token", "write under a fence lower than the database holds: fail (rejected)"},
-		4: {"read of the next job: ok", "the job's done row: 1 row of its token"},
+		4: {"read of what to write: ok", "the write's done row: 1 row of its token"},
 	} {
 		for _, step := range steps {
 			if !strings.Contains(passed(i), step) {

@@ -486,9 +486,10 @@ func (s *session) run(ctx context.Context, rep *Conformance) {
 }
 
 // databaseWrites holds the lease "A" to what it writes to the database
-// itself: an inventory write leaves a ledger row under its token, and,
-// fenced, a write under a fence lower than the one the database holds is
-// refused; a jobs read names a job, and its write records it done. It
+// itself, as the hello's workload does: a read (jobs) names what waits
+// behind the key, a write leaves one row under its token in the
+// workload's table of accepted writes (the ledger, done), and, fenced, a
+// write under a fence lower than the one the database holds is refused. It
 // reports whether the session can go on.
 func (s *session) databaseWrites(ctx context.Context, db *Database, r Ready, call func(Request) (Message, bool),
 	want func(string, Message, string, string) bool, pass func(string, ...any)) bool {
@@ -503,33 +504,32 @@ func (s *session) databaseWrites(ctx context.Context, db *Database, r Ready, cal
 			pass("%s: %s of its token in the database", step, rowCount(n))
 		}
 	}
-	if db.Workload == resource.Jobs {
+	wl, err := Lookup(db.Workload)
+	if err != nil {
+		s.problem("the session's database: %v", err)
+		return true
+	}
+	var job int64
+	if wl.Reads() {
 		m, ok := call(Request{Op: history.Read, Token: "A"})
 		if !ok {
 			return false
 		}
-		if !want("read of the next job", m, history.OK, "") {
+		if !want("read of what to write", m, history.OK, "") {
 			return true
 		}
 		if m.Value <= 0 {
-			s.problem("read answered job %d; want the first job waiting behind the key", m.Value)
+			s.problem("read answered %d; want what waits behind the key (the first job)", m.Value)
 			return true
 		}
-		job := m.Value
-		if m, ok = call(Request{Op: history.Write, Token: "A", Value: job}); !ok {
-			return false
-		}
-		if want(fmt.Sprintf("write of job %d done", job), m, history.OK, "") {
-			rows("the job's done row", 1)
-		}
-		return true
+		job = m.Value
 	}
-	m, ok := call(Request{Op: history.Write, Token: "A"})
+	m, ok := call(Request{Op: history.Write, Token: "A", Value: job})
 	if !ok {
 		return false
 	}
 	if want("write to the database under the lease", m, history.OK, "") {
-		rows("the write's ledger row", 1)
+		rows(fmt.Sprintf("the write's %s row", wl.Tables.Table), 1)
 	}
 	if !r.Fences || db.Fencing == resource.FenceNone {
 		return true

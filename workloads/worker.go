@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,8 +38,10 @@ type worker struct {
 	leases map[string]locks.Lease
 	armed  map[string]bool
 	client int
-	// db writes the protected writes when the resource is a database.
-	db *resource.Writer
+	// db writes the protected writes when the resource is a database, as
+	// the workload's tables say.
+	db     *resource.Writer
+	tables *Tables
 }
 
 // RunWorker speaks the worker protocol on in and out until in is closed:
@@ -68,14 +71,14 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 	}
 	w.send(Ready{Kind: KindReady, Protocol: Protocol, Name: lock.Name, Version: version.Harness(),
 		Extend: lock.Extends, Fences: lock.Fences, Renewals: renewals, Points: lock.Points, Topologies: lock.Topologies,
-		Writes: []string{resource.Postgres}})
+		Writes: databases()})
 	if hello.Probe {
 		return nil
 	}
 	opTimeout := time.Duration(hello.OpTimeoutMs) * time.Millisecond
 	w.client = hello.Client
 	if d := hello.Database; d != nil {
-		if w.db, err = newDatabaseWriter(d); err != nil {
+		if w.db, w.tables, err = newDatabaseWriter(d); err != nil {
 			w.send(Message{Kind: KindFatal, Error: err.Error()})
 			return err
 		}
@@ -115,27 +118,44 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 	return sc.Err()
 }
 
-// newDatabaseWriter is the writer a hello's database asks for.
-func newDatabaseWriter(d *Database) (*resource.Writer, error) {
-	if d.Kind != resource.Postgres {
-		return nil, fmt.Errorf("this worker writes to %s only, not %q", resource.Postgres, d.Kind)
+// databases are the resources the built-in worker writes to itself:
+// every database.
+func databases() []string {
+	var out []string
+	for _, r := range resource.Resources {
+		if r.Database {
+			out = append(out, r.Name)
+		}
 	}
-	if d.Workload != resource.Inventory && d.Workload != resource.Jobs {
-		return nil, fmt.Errorf("the hello's database workload %q is neither %s nor %s", d.Workload, resource.Inventory, resource.Jobs)
+	return out
+}
+
+// newDatabaseWriter is the writer a hello's database asks for, and the
+// tables of its workload.
+func newDatabaseWriter(d *Database) (*resource.Writer, *Tables, error) {
+	if r, ok := resource.Lookup(d.Kind); !ok || !r.Database {
+		return nil, nil, fmt.Errorf("this worker writes to %s only, not %q", strings.Join(databases(), ", "), d.Kind)
 	}
-	if d.Fencing != "" && d.Fencing != resource.FenceSQL && !slices.Contains(resource.Fencings, d.Fencing) {
-		return nil, fmt.Errorf("the hello's fencing %q is not one of %s or %s", d.Fencing, strings.Join(resource.Fencings, ", "), resource.FenceSQL)
+	wl, err := Lookup(d.Workload)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the hello's database: %w", err)
 	}
-	cfg := resource.WriterConfig{DSN: d.DSN, Workload: d.Workload, SKU: d.SKU, Fencing: d.Fencing, Idempotent: d.Idempotent,
+	if !wl.WritesTo(d.Kind) {
+		return nil, nil, fmt.Errorf("the hello's database workload %s does not write to %s", wl.Name, d.Kind)
+	}
+	if d.Fencing != "" && d.Fencing != resource.FenceNone && d.Fencing != resource.FenceSQL && !slices.Contains(wl.Fencings, d.Fencing) {
+		return nil, nil, fmt.Errorf("the hello's fencing %q is not one of workload %s's: %s", d.Fencing, wl.Name, strings.Join(append([]string{resource.FenceNone}, wl.Fencings...), ", "))
+	}
+	cfg := resource.WriterConfig{DSN: d.DSN, SKU: cmp.Or(d.SKU, wl.Tables.SKU), Fencing: d.Fencing, Idempotent: d.Idempotent,
 		Timeout: time.Duration(d.TimeoutMs) * time.Millisecond}
 	if d.Fencing == resource.FenceSQL {
 		st, err := resource.ParseStatement(d.SQL)
 		if err != nil {
-			return nil, fmt.Errorf("the hello's sql: %w", err)
+			return nil, nil, fmt.Errorf("the hello's sql: %w", err)
 		}
 		cfg.Statement = st
 	}
-	return resource.NewWriter(cfg), nil
+	return resource.NewWriter(cfg), wl.Tables, nil
 }
 
 // credentialsRefused reports whether an error says the servers will not
@@ -268,7 +288,11 @@ func (w *worker) do(req Request) Message {
 			err = fmt.Errorf("%w: read needs a database (the hello named none)", errRefused)
 			break
 		}
-		m.Value, err = w.db.Read(req.Key)
+		if w.tables.Read == nil {
+			err = fmt.Errorf("%w: the hello's workload reads nothing before it writes", errRefused)
+			break
+		}
+		m.Value, err = w.db.Read(req.Key, w.tables.Read)
 	case history.Write:
 		lease := w.leases[req.Key]
 		if w.db == nil {
@@ -278,7 +302,7 @@ func (w *worker) do(req Request) Message {
 			break
 		}
 		var o resource.Outcome
-		o, err = w.db.Write(resource.Write{Client: w.client, Key: req.Key, Token: req.Token, Fence: lease.Fence, Job: req.Value})
+		o, err = w.db.Write(resource.Write{Client: w.client, Key: req.Key, Token: req.Token, Fence: lease.Fence, Job: req.Value}, w.tables.Write)
 		m.Fence, m.Value = lease.Fence, o.Stored
 		if err == nil && o.Refused {
 			err = fmt.Errorf("%w: %s", errRefused, o.Why)

@@ -396,7 +396,7 @@ func (e *edit) rowOf(w *history.Op) int {
 // inventory reports whether the run's database is the inventory (the
 // plants that touch rows know only its ledger).
 func (h *hist) inventory() bool {
-	return h.run.Tables != nil && h.run.Tables.Workload == history.WorkloadInventory
+	return h.run.Tables != nil && h.run.Tables.Audited(history.AuditLedger)
 }
 
 // countersOK reports whether the resource is one the plants can keep
