@@ -12,12 +12,14 @@ import (
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/resource"
+	"github.com/lockharness/lockharness/workloads"
 )
 
-// A fault and a recipe added outside their packages, each one value and
-// one registration, are in `harness list` with where they apply, and the
-// fault is in run's --nemesis help and taken by --nemesis, with no other
-// edit.
+// A fault, a recipe and a workload added outside their packages, each one
+// value and one registration, are in `harness list` with where they apply,
+// and the fault and the workload are in run's help and taken by --nemesis
+// and --workload, with no other edit.
 func TestAddedFaultAndRecipeAreListed(t *testing.T) {
 	stall := faults.Fault{Name: "test-stall", Summary: "a fault of this test", Needs: []cluster.Capability{cluster.NodeControl},
 		Run: func(context.Context, *faults.Env, *rand.Rand, options.Values) error { return nil }}
@@ -35,12 +37,17 @@ func TestAddedFaultAndRecipeAreListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { locks.Recipes = savedRecipes })
+	tally := workloads.Workload{Name: "test-tally", Summary: "a workload of this test", Resources: []string{resource.Memory}}
+	if err := workloads.Register(tally); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { workloads.Unregister(tally.Name) })
 
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"list"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("list: exit %d: %s", code, stderr.String())
 	}
-	for _, want := range []string{"test-stall", "a fault of this test", "test-lock", "a recipe of this test"} {
+	for _, want := range []string{"test-stall", "a fault of this test", "test-lock", "a recipe of this test", "test-tally", "a workload of this test"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("harness list lacks %q", want)
 		}
@@ -53,11 +60,15 @@ func TestAddedFaultAndRecipeAreListed(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	run([]string{"run", "--help"}, &stdout, &stderr)
-	if help := stdout.String() + stderr.String(); !strings.Contains(help, "test-stall") {
-		t.Errorf("run --help's --nemesis does not name the added fault:\n%s", help)
+	if help := stdout.String() + stderr.String(); !strings.Contains(help, "test-stall") || !strings.Contains(help, "test-tally (a workload of this test; memory)") {
+		t.Errorf("run --help's --nemesis or --workload does not name the added fault or workload:\n%s", help)
 	}
 	stderr.Reset()
 	if code := run([]string{"run", "--nemesis", "test-stal", "--time-limit", "1s"}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "did you mean test-stall?") {
 		t.Errorf("a misspelt added fault: exit %d, %s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"run", "--workload", "test-taly", "--time-limit", "1s"}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "did you mean test-tally?") {
+		t.Errorf("a misspelt added workload: exit %d, %s", code, stderr.String())
 	}
 }

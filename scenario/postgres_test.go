@@ -177,7 +177,7 @@ func TestNoPostgresOrphans(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			store := t.TempDir()
-			cmd := exec.Command(workerBin, "run", "--workload", "inventory", "--time-limit", "60s", "--store", store)
+			cmd := exec.Command(harnessBinary(t), "run", "--workload", "inventory", "--time-limit", "60s", "--store", store)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {

@@ -2,11 +2,15 @@ package scenario
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,28 +18,73 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/workloads"
 )
 
-// workerBin is the harness binary built for these tests: workers are
-// separate processes, so the test needs the real `harness worker`.
+// workerBin is what every client's worker runs from in these tests: this
+// test binary itself, in the worker's role (TestMain), so that workloads
+// and recipes the tests register are the workers' too, as they would be
+// in a harness built with them.
 var workerBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "lockharness-test")
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		os.Exit(runAsWorker(os.Args[2:]))
+	}
+	self, err := os.Executable()
 	if err != nil {
 		panic(err)
 	}
-	workerBin = filepath.Join(dir, "harness")
-	build := exec.Command("go", "build", "-o", workerBin, "../cmd/harness")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the harness for the worker processes:", err)
-		os.Exit(1)
-	}
+	workerBin = self
 	code := m.Run()
-	os.RemoveAll(dir)
+	if harnessDir != "" {
+		os.RemoveAll(harnessDir)
+	}
 	os.Exit(code)
 }
+
+// runAsWorker is `harness worker --lock NAME`, the built-in worker.
+func runAsWorker(args []string) int {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	var cfg workloads.WorkerConfig
+	fs.StringVar(&cfg.Lock, "lock", "cad", "lock recipe and its options")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	// A worker is a child of the harness; Ctrl-C is the harness's to handle.
+	signal.Ignore(syscall.SIGINT)
+	if err := workloads.RunWorker(os.Stdin, os.Stdout, cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "worker: %v\n", err)
+		return 255
+	}
+	return 0
+}
+
+// harnessBinary is the harness built from ../cmd/harness, for the tests
+// that run its verbs as a user would; it is built once, when first asked.
+func harnessBinary(t *testing.T) string {
+	t.Helper()
+	buildHarness.Do(func() {
+		harnessDir, harnessErr = os.MkdirTemp("", "lockharness-test")
+		if harnessErr != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-o", filepath.Join(harnessDir, "harness"), "../cmd/harness")
+		if out, err := build.CombinedOutput(); err != nil {
+			harnessErr = fmt.Errorf("building the harness: %v\n%s", err, out)
+		}
+	})
+	if harnessErr != nil {
+		t.Fatal(harnessErr)
+	}
+	return filepath.Join(harnessDir, "harness")
+}
+
+var (
+	buildHarness sync.Once
+	harnessDir   string
+	harnessErr   error
+)
 
 func needRedis(t *testing.T) {
 	t.Helper()

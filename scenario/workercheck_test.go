@@ -35,7 +35,9 @@ func TestWorkerCheckOnEveryTopologyAndTheDatabase(t *testing.T) {
 			t.Errorf("%s: %q", s.Name(), s.Report.Problems)
 		}
 	}
-	if want := []string{"single", "sentinel", "cluster", "single + postgres inventory", "single + postgres jobs"}; !slices.Equal(names, want) {
+	// test-tally is the workload this package's tests add: a workload a
+	// build registers is checked as the built-in ones are.
+	if want := []string{"single", "sentinel", "cluster", "single + postgres inventory", "single + postgres jobs", "single + postgres test-tally"}; !slices.Equal(names, want) {
 		t.Fatalf("sessions %q, want %q", names, want)
 	}
 	passed := func(i int) string { return strings.Join(sessions[i].Report.Passed, "\n") }
@@ -47,6 +49,7 @@ func TestWorkerCheckOnEveryTopologyAndTheDatabase(t *testing.T) {
 	for i, steps := range map[int][]string{
 		3: {"the write's ledger row: 1 row of its token", "write under a fence lower than the database holds: fail (rejected)"},
 		4: {"read of what to write: ok", "the write's done row: 1 row of its token"},
+		5: {"the write's tally row: 1 row of its token"},
 	} {
 		for _, step := range steps {
 			if !strings.Contains(passed(i), step) {
