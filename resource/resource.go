@@ -33,15 +33,15 @@ type Resource struct {
 	LocalOnly bool
 	// Available says why it cannot run on this machine; nil: it can.
 	Available func() error
-	// Start starts a database's server for one run in dir.
-	Start func(ctx context.Context, dir string) (*Server, error)
+	// StartServer starts a database's server for one run in dir.
+	StartServer func(ctx context.Context, dir string) (*Server, error)
 }
 
 // Resources are the resources this build knows, the default first.
 var Resources = []Resource{
 	{Name: Memory, Summary: "a counter per lock key in the harness's memory; fenced when the lock hands out fences"},
 	{Name: Postgres, Summary: "a PostgreSQL server of the run's own (Debian's postgresql), each client writing through a link of its own",
-		Database: true, LocalOnly: true, Available: func() error { _, err := PostgresBin(); return err }, Start: StartPostgres},
+		Database: true, LocalOnly: true, Available: func() error { _, err := PostgresBin(); return err }, StartServer: StartPostgres},
 }
 
 // Lookup finds a resource by name.

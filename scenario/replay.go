@@ -127,12 +127,10 @@ func replayName(name string) string {
 // the steps as they were given, which its re-run command follows.
 const PlannedFile = "planned.json"
 
-func writePlanned(path string, steps []Step) error {
+// encodePlanned is a schedule as PlannedFile keeps it.
+func encodePlanned(steps []Step) ([]byte, error) {
 	b, err := json.MarshalIndent(steps, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return append(b, '\n'), err
 }
 
 // ReadSchedule reads a schedule for `harness run --schedule`: the one a

@@ -163,7 +163,7 @@ func checkStatement(res resource.Resource, wl workloads.Workload, st resource.St
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := res.Start(ctx, filepath.Join(dir, res.Name))
+	srv, err := res.StartServer(ctx, filepath.Join(dir, res.Name))
 	if err != nil {
 		return fmt.Errorf("starting %s to check it: %w", res.Name, err)
 	}
@@ -178,11 +178,13 @@ func checkStatement(res resource.Resource, wl workloads.Workload, st resource.St
 	return nil
 }
 
-// database is a run's database: the server and what its workload's tables
-// were prepared with.
+// database is a run's database: the server, what its workload's tables
+// were prepared with, and each client slot's way to it, as its hello names
+// it.
 type database struct {
-	srv   *resource.Server
-	setup workloads.Setup
+	srv    *resource.Server
+	setup  workloads.Setup
+	hellos []*workloads.Database
 }
 
 // lockKeyPatterns are the keys a run's clients may touch, for the ACL of
@@ -213,38 +215,36 @@ func storeKey(s Spec) func(string) string {
 }
 
 // startDatabase starts the run's database in dir, creates its workload's
-// tables and one link to it per client slot.
+// tables and one link to it per client slot, each as that slot's hello
+// names it.
 func startDatabase(ctx context.Context, p Plan, dir string, net *faults.Network, slots int) (*database, error) {
-	srv, err := p.Resource.Start(ctx, dir)
+	srv, err := p.Resource.StartServer(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	db := &database{srv: srv, setup: workloads.Setup{Keys: p.Keys, Idempotent: p.Spec.Idempotent}}
+	s := p.Spec
+	db := &database{srv: srv, setup: workloads.Setup{Keys: p.Keys, Idempotent: s.Idempotent}}
 	if err := p.Workload.Prepare(ctx, srv.Addr, db.setup); err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("%s: %w", p.Resource.Name, err)
 	}
+	fencing, sql := s.Fencing, ""
+	if p.Statement != nil {
+		fencing, sql = resource.FenceSQL, p.Statement.Text
+	}
 	for slot := range slots {
-		if _, err := net.Link(faults.DatabaseLinkName(slot), srv.Addr); err != nil {
+		link, err := net.Link(faults.DatabaseLinkName(slot), srv.Addr)
+		if err != nil {
 			srv.Close()
 			return nil, err
 		}
+		db.hellos = append(db.hellos, &workloads.Database{Kind: p.Resource.Name, DSN: resource.DSN(link.Addr()),
+			Workload: s.Workload, SKU: p.Workload.Tables.SKU, Fencing: fencing, SQL: sql, Idempotent: s.Idempotent,
+			// A delayed write must be able to arrive after the TTL it
+			// is delayed past, so the write's own bound is generous.
+			TimeoutMs: max(10*s.TTL.D(), 10*time.Second).Milliseconds()})
 	}
 	return db, nil
-}
-
-// access is the hello's database for a slot: through its own link.
-func (db *database) access(p Plan, net *faults.Network, slot int) *workloads.Database {
-	s := p.Spec
-	d := &workloads.Database{Kind: p.Resource.Name, DSN: resource.DSN(net.Get(faults.DatabaseLinkName(slot)).Addr()),
-		Workload: s.Workload, SKU: p.Workload.Tables.SKU, Fencing: s.Fencing, Idempotent: s.Idempotent,
-		// A delayed write must be able to arrive after the TTL it is
-		// delayed past, so the write's own bound is generous.
-		TimeoutMs: max(10*s.TTL.D(), 10*time.Second).Milliseconds()}
-	if p.Statement != nil {
-		d.Fencing, d.SQL = resource.FenceSQL, p.Statement.Text
-	}
-	return d
 }
 
 // final reads the tables once the clients stopped.

@@ -144,8 +144,9 @@ func (t *Topologies) spare(ctx context.Context, planned *cluster.Cluster, want b
 }
 
 // replenish starts spares of planned's start for the runs still to come,
-// but for the first ones, which start their own. A run calls it once its
-// own topology is up, so that the spares do not slow that start.
+// but for the first ones, which start their own. A run calls it (take's
+// started) once its own topology is up, so that the spares do not slow
+// that start.
 func (t *Topologies) replenish(planned *cluster.Cluster) {
 	if t == nil {
 		return
@@ -197,23 +198,27 @@ func (t *Topologies) startFresh(sh *spareShape) (*keptTopology, error) {
 // take returns a reset topology that starts as p's does, and what the
 // reset did, or else a spare started ahead for it (Expect) and says so;
 // nil when none is kept, none could be reset and no spare is ready or
-// under way for it.
-func (t *Topologies) take(ctx context.Context, p Plan, logf func(string, ...any)) (*keptTopology, string) {
+// under way for it. started is to be called once the run's own topology
+// is up: it starts the spares of its start for the runs still to come.
+func (t *Topologies) take(ctx context.Context, p Plan, logf func(string, ...any)) (k *keptTopology, how string, started func()) {
 	if t == nil {
-		return nil, ""
+		return nil, "", func() {}
 	}
 	planned := p.Cluster
-	k, how := t.reset(ctx, planned, logf)
+	// Spares for the runs still to come start once this run's own
+	// topology has: the run comes first.
+	started = func() { t.replenish(planned) }
+	k, how = t.reset(ctx, planned, logf)
 	if !usesUp(p) {
-		return k, how
+		return k, how, started
 	}
 	// A run that moves roles counts as one of its start's, whichever
 	// topology it gets.
 	if s := t.spare(ctx, planned, k == nil); s != nil {
 		s.runs = 1
-		return s, fmt.Sprintf("fresh: a spare %s topology started ahead of this run, its nodes under %s", s.cl.Topology, s.dir)
+		return s, fmt.Sprintf("fresh: a spare %s topology started ahead of this run, its nodes under %s", s.cl.Topology, s.dir), started
 	}
-	return k, how
+	return k, how, started
 }
 
 // usesUp reports whether p's runs leave their topology unfit for the next

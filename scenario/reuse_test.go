@@ -94,11 +94,11 @@ func TestSparesAreStartedAheadAndCleanedUp(t *testing.T) {
 	defer pool.Close()
 	pool.expect(plan.Cluster, 3, 1, dir)
 	logf := func(format string, args ...any) { t.Logf(format, args...) }
-	if k, how := pool.take(context.Background(), plan, logf); k != nil {
+	if k, how, _ := pool.take(context.Background(), plan, logf); k != nil {
 		t.Fatalf("the first run got a topology (%s); it starts its own", how)
 	}
 	pool.replenish(plan.Cluster) // as the first run does once its own is up
-	k, how := pool.take(context.Background(), plan, logf)
+	k, how, _ := pool.take(context.Background(), plan, logf)
 	if k == nil || !strings.Contains(how, "a spare single topology started ahead") {
 		t.Fatalf("the second run got %v (%q), want the spare", k, how)
 	}

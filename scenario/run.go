@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lockharness/lockharness/access"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -73,12 +71,44 @@ func RunSpec(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 // harness's own failures.
 func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	spec := plan.Spec
+	// What the run will say of itself is settled before it starts: its
+	// re-run command, its spec, the lock it tests.
+	meta := reports.Meta{Seed: spec.Seed, Command: spec.Command(), Provenance: &reports.Provenance{Harness: version.Harness(), Go: version.Go(), Lock: plan.LockProvenance()}}
+	if opt.Store != "" && opt.Store != DefaultStore {
+		// The re-run lands beside this one, not in a store of the
+		// working directory's.
+		meta.Command += " --store " + shellQuote(opt.Store)
+	}
+	prov := meta.Provenance
+	if l := prov.Lock; l.Library != "" {
+		prov.Libraries = map[string]string{l.Library: l.Version}
+	}
+	var planned []byte
+	if len(spec.Schedule) > 0 {
+		// No flag holds a schedule: a file beside the run does.
+		var err error
+		if planned, err = encodePlanned(spec.Schedule); err != nil {
+			return Outcome{}, err
+		}
+	}
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return Outcome{}, err
+	}
+	meta.Spec = specJSON
+
 	dir, err := reports.NewRunDir(opt.Store, spec.Name, time.Now())
 	if err != nil {
 		return Outcome{}, err
 	}
 	out := Outcome{Dir: dir}
-
+	if planned != nil {
+		path := filepath.Join(dir, PlannedFile)
+		if err := os.WriteFile(path, planned, 0o644); err != nil {
+			return out, err
+		}
+		meta.Command += " --schedule " + shellQuote(path)
+	}
 	logFile, err := os.Create(filepath.Join(dir, "harness.log"))
 	if err != nil {
 		return out, err
@@ -99,10 +129,6 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	defer histFile.Close()
 	rec := history.NewRecorder(histFile)
 
-	prov := &reports.Provenance{Harness: version.Harness(), Go: version.Go(), Lock: plan.LockProvenance()}
-	if l := prov.Lock; l.Library != "" {
-		prov.Libraries = map[string]string{l.Library: l.Version}
-	}
 	var ran driven
 	tables, runErr := drive(ctx, plan, opt, dir, rec, logw, logf, prov, &ran)
 	if runErr != nil {
@@ -111,24 +137,7 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	if err := rec.Err(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("writing the history: %w", err)
 	}
-
-	meta := reports.Meta{Seed: spec.Seed, Command: spec.Command(), Interrupted: ctx.Err() != nil, Provenance: prov, StoppedEarly: ran.stopped}
-	if opt.Store != "" && opt.Store != DefaultStore {
-		// The re-run lands beside this one, not in a store of the
-		// working directory's.
-		meta.Command += " --store " + shellQuote(opt.Store)
-	}
-	if len(spec.Schedule) > 0 {
-		// No flag holds a schedule: a file beside the run does.
-		planned := filepath.Join(dir, PlannedFile)
-		if err := writePlanned(planned, spec.Schedule); err != nil {
-			return out, err
-		}
-		meta.Command += " --schedule " + shellQuote(planned)
-	}
-	if meta.Spec, err = json.Marshal(spec); err != nil {
-		return out, err
-	}
+	meta.Interrupted, meta.StoppedEarly = ctx.Err() != nil, ran.stopped
 	if runErr != nil {
 		meta.Error = &reports.RunError{Stage: reports.StageRun, Message: runErr.Error()}
 		var start startError
@@ -142,14 +151,13 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 			return out, err
 		}
 	}
-	followedErr := faults.WriteFollowed(dir, faults.FollowedOf(events, spec.Nemesis, spec.Seed, ran.nemesisFrom))
 	results, err := reports.Conclude(events, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout, Tables: tables,
 		Database: plan.Resource.Database})
 	if err != nil {
 		return out, fmt.Errorf("checking the history: %w", err)
 	}
 	out.Results = results
-	err = followedErr
+	err = ran.followedErr
 	if err == nil {
 		err = reports.WriteRun(dir, events, results, true)
 	}
@@ -210,7 +218,15 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	if plan.Resource.Database {
 		reuse = nil // its links would outlive the database
 	}
-	if k, how := reuse.take(ctx, plan, logf); k != nil {
+	workerBin := opt.WorkerBin
+	if workerBin == "" {
+		if workerBin, err = os.Executable(); err != nil {
+			return r, err
+		}
+	}
+	launcher := workerLauncher(spec, workerBin)
+	k, how, topologyStarted := reuse.take(ctx, plan, logf)
+	if k != nil {
 		r.cl, r.net, r.kept, r.how = k.cl, k.net, k, how
 		logf("%s", how)
 		// The nodes' logs live with the topology; the run's page finds
@@ -233,7 +249,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 	// before any Redis node starts.
 	if plan.Resource.Database {
 		logf("starting %s for the %s workload", spec.Resource, spec.Workload)
-		if r.db, err = startDatabase(ctx, plan, filepath.Join(dir, "postgres"), r.net, spec.Clients+1); err != nil {
+		if r.db, err = startDatabase(ctx, plan, filepath.Join(dir, spec.Resource), r.net, spec.Clients+1); err != nil {
 			return r, err
 		}
 	}
@@ -242,19 +258,18 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 			return r, err
 		}
 	}
-	reuse.replenish(plan.Cluster)
+	topologyStarted()
 	// Slot Clients is the closing liveness check's own client. Every client
 	// reaches every node and sentinel through links of its own.
-	reach := make([]access.Access, spec.Clients+1)
-	for slot := range reach {
-		if reach[slot], err = cl.ConnectClient(slot); err != nil {
+	hellos := make([]workloads.Hello, spec.Clients+1)
+	for slot := range hellos {
+		a, err := cl.ConnectClient(slot)
+		if err != nil {
 			return r, err
 		}
-	}
-	workerBin := opt.WorkerBin
-	if workerBin == "" {
-		if workerBin, err = os.Executable(); err != nil {
-			return r, err
+		hellos[slot] = workloads.HelloFor(slot, cl.Shape(), a, spec.OpTimeout.D(), workloads.DefaultReplyWithin)
+		if r.db != nil {
+			hellos[slot].Database = r.db.hellos[slot]
 		}
 	}
 	r.stopGrants = faults.WatchGrants(cl, rec, plan.Lock.StoreKey, logf)
@@ -264,25 +279,16 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 		Fenced: plan.Lock.Fences, RecipePoints: plan.Lock.Points, Extend: plan.Lock.Extends, Writes: spec.Writes,
 		FenceChecked: r.db != nil && plan.FenceChecked,
 		Database:     r.db != nil, Reads: plan.Workload.Reads(), Keys: plan.Keys,
-		Spawn: func(slot int) *exec.Cmd { return workerCommand(spec, workerBin, slot) },
-		Hello: func(slot int) workloads.Hello {
-			h := hello(spec, cl.Shape(), reach[slot], slot, workloads.DefaultReplyWithin.Milliseconds())
-			if r.db != nil {
-				h.Database = r.db.access(plan, r.net, slot)
-			}
-			return h
-		},
-		Rec: rec, Stderr: logw,
+		Spawn: launcher.Command,
+		Hello: func(slot int) workloads.Hello { return hellos[slot] },
+		Rec:   rec, Stderr: logw,
 	})
 	if err != nil {
 		return r, err
 	}
 	r.stopWork = sync.OnceValue(r.work.Stop)
 	r.env = &faults.Env{Cluster: cl, Net: r.net, Clients: r.work, Rec: rec, NumClients: spec.Clients,
-		TTL: spec.TTL.D(), Hold: spec.Hold.D(), Key: plan.Lock.StoreKey(spec.Key), Log: logf}
-	if len(plan.Keys) > 0 {
-		r.env.Key = plan.Lock.StoreKey(plan.Keys[0])
-	}
+		TTL: spec.TTL.D(), Hold: spec.Hold.D(), Key: plan.FaultKey, Log: logf}
 	if reuse != nil {
 		if r.kept == nil {
 			r.kept = &keptTopology{cl: cl, net: r.net, dir: dir, runs: 1}
@@ -315,9 +321,8 @@ func (r *rig) close() {
 type driven struct {
 	// stopped names the anomaly that ended the run early, if one did.
 	stopped string
-	// nemesisFrom is when the fault schedule's times count from: when the
-	// clients started.
-	nemesisFrom time.Duration
+	// followedErr is why what the nemesis followed could not be written.
+	followedErr error
 }
 
 // drive runs the topology, workload and nemesis, and always stops them. It
@@ -335,6 +340,13 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	if err != nil {
 		return nil, startError{err}
 	}
+	// The fault schedule's times count from when the clients started;
+	// what the nemesis followed is written however the run ends, once
+	// everything has stopped.
+	nemesisFrom := r.started
+	defer func() {
+		ran.followedErr = faults.WriteFollowed(dir, faults.FollowedOf(rec.Events(), spec.Nemesis, spec.Seed, nemesisFrom))
+	}()
 	defer r.close()
 	if r.db != nil {
 		defer func() {
@@ -379,7 +391,6 @@ func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history
 	if len(plan.Steps) > 0 {
 		logf("following a schedule of %d faults", len(plan.Steps))
 	}
-	ran.nemesisFrom = r.started
 	nemesisErr := sched.Run(nctx, r.env)
 	<-nctx.Done()
 

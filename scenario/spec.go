@@ -175,7 +175,7 @@ func scheduleSteps(schedule []Step) ([]faults.Step, faults.Nemesis, error) {
 // Defaults is the spec `harness run` starts from.
 func Defaults() Spec {
 	return Spec{
-		Topology: cluster.Single, Backend: cluster.BackendLocal, Lock: "cad", Workload: "mutex", Nemesis: faults.None,
+		Topology: cluster.Single, Backend: cluster.BackendLocal, Lock: "cad", Workload: workloads.Default, Nemesis: faults.None,
 		Clients: 4, TTL: Duration(2 * time.Second), Hold: Duration(300 * time.Millisecond), Writes: 1,
 		Backoff:   Duration(workloads.DefaultBackoff),
 		TimeLimit: Duration(10 * time.Second), OpTimeout: Duration(500 * time.Millisecond),
@@ -311,6 +311,9 @@ type Plan struct {
 	// Keys are the run's lock keys when it has several (lockKeys); none
 	// means the one key, Spec.Key.
 	Keys []string
+	// FaultKey is the key where the lock keeps the grant that faults
+	// aimed at the lock's shard or primary follow: the first key's.
+	FaultKey string
 	// Steps are Spec.Schedule resolved: the schedule to follow, if any.
 	Steps []faults.Step
 	// FenceChecked: the run's database compares each write's fence with
@@ -441,6 +444,10 @@ func (s Spec) Resolve() (Plan, error) {
 		}
 	}
 	p.Spec, p.Cluster, p.Keys = s, cl, keys
+	p.FaultKey = p.Lock.StoreKey(s.Key)
+	if len(keys) > 0 {
+		p.FaultKey = p.Lock.StoreKey(keys[0])
+	}
 	p.FenceChecked = p.Resource.Database && resource.ChecksFence(writeFencing(s, p.Statement), p.Statement)
 	return p, nil
 }

@@ -2,9 +2,7 @@ package scenario
 
 import (
 	"fmt"
-	"github.com/lockharness/lockharness/access"
 	"os"
-	"os/exec"
 	"sync"
 
 	"github.com/lockharness/lockharness/locks"
@@ -15,27 +13,13 @@ import (
 // as every client, over the worker protocol.
 const ExecLock = locks.Exec
 
-// workerCommand is the command of a slot's worker: the harness binary's
-// hidden worker verb for a built-in recipe, or the user's program, run by
-// /bin/sh so that its command line reads as it would in a terminal. Either
-// way the worker gets its own process group (proc.Start), which pauses and
-// kills act on as a whole.
-func workerCommand(spec Spec, workerBin string, slot int) *exec.Cmd {
+// workerLauncher is how the spec's clients' workers start: the harness
+// binary's hidden worker verb for a built-in recipe, or the user's program.
+func workerLauncher(spec Spec, workerBin string) workloads.Launcher {
 	if spec.Lock == ExecLock {
-		return workloads.ShellCommand(spec.WorkerCmd, slot)
+		return workloads.Launcher{Shell: spec.WorkerCmd}
 	}
-	cmd := exec.Command(workerBin, "worker", "--lock", spec.Lock)
-	cmd.Env = workloads.WorkerEnv(slot)
-	return cmd
-}
-
-// hello is the hello line of a slot's worker: how that client reaches the
-// lock service, every address its own link.
-func hello(spec Spec, topology string, a access.Access, slot int, replyWithin int64) workloads.Hello {
-	h := workloads.NewHello(slot)
-	h.Topology, h.OpTimeoutMs, h.ReplyWithinMs = topology, spec.OpTimeout.D().Milliseconds(), replyWithin
-	h.SetAccess(a)
-	return h
+	return workloads.Launcher{Bin: workerBin, Args: []string{"worker", "--lock", spec.Lock}}
 }
 
 // execLock probes the worker of an exec spec for its ready line and makes
@@ -60,7 +44,7 @@ func probe(s Spec) (workloads.Ready, error) {
 	if r, ok := probes.Load(s.WorkerCmd); ok {
 		return r.(workloads.Ready), nil
 	}
-	r, err := workloads.Probe(workerCommand(s, "", 0), os.Stderr)
+	r, err := workloads.Probe(workerLauncher(s, "").Command(0), os.Stderr)
 	if err == nil {
 		probes.Store(s.WorkerCmd, r)
 	}

@@ -116,7 +116,7 @@ func CheckWorker(ctx context.Context, commandLine string, opt WorkerCheckOptions
 // checkWithDatabase runs one session with the workload's tables on a
 // server of the resource's own.
 func checkWithDatabase(ctx context.Context, commandLine, topology string, res resource.Resource, wl workloads.Workload, ready workloads.Ready, dir string, opt WorkerCheckOptions) (*workloads.Conformance, error) {
-	srv, err := res.Start(ctx, filepath.Join(dir, res.Name))
+	srv, err := res.StartServer(ctx, filepath.Join(dir, res.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -148,9 +148,7 @@ func checkOnTopology(ctx context.Context, commandLine, topology string, db *data
 	if err != nil {
 		return nil, err
 	}
-	spec := Defaults()
-	spec.OpTimeout = Duration(opt.OpTimeout)
-	h := hello(spec, cl.Shape(), access, 0, opt.ReplyWithin.Milliseconds())
+	h := workloads.HelloFor(0, cl.Shape(), access, opt.OpTimeout, opt.ReplyWithin)
 	// The worker's own links are counted, so that one dialling the
 	// addresses the servers announce instead of the hello's dial map
 	// is told so: faults on its links would never reach it.

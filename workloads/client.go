@@ -505,7 +505,28 @@ func Probe(cmd *exec.Cmd, stderr io.Writer) (Ready, error) {
 // slot: the command line by /bin/sh, as a terminal would, with the
 // protocol's environment.
 func ShellCommand(commandLine string, slot int) *exec.Cmd {
-	cmd := exec.Command("/bin/sh", "-c", commandLine)
+	return Launcher{Shell: commandLine}.Command(slot)
+}
+
+// Launcher is how every client's worker process starts: the harness's own
+// worker verb for a built-in recipe (Bin with Args), or an outside program
+// (Shell), run by /bin/sh so that its command line reads as it would in a
+// terminal. Either way the worker gets its own process group (proc.Start),
+// which pauses and kills act on as a whole.
+type Launcher struct {
+	Shell string
+	Bin   string
+	Args  []string
+}
+
+// Command is the command of a slot's worker.
+func (l Launcher) Command(slot int) *exec.Cmd {
+	if l.Shell == "" {
+		cmd := exec.Command(l.Bin, l.Args...)
+		cmd.Env = WorkerEnv(slot)
+		return cmd
+	}
+	cmd := exec.Command("/bin/sh", "-c", l.Shell)
 	cmd.Env = WorkerEnv(slot)
 	return cmd
 }

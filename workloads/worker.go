@@ -186,6 +186,16 @@ func (h Hello) Access() access.Access {
 	return a
 }
 
+// HelloFor is the hello of slot's worker in a run on the topology: how that
+// client reaches the lock service (every address its own link), the bound
+// on each command and how long the harness waits for a reply.
+func HelloFor(slot int, topology string, a access.Access, opTimeout, replyWithin time.Duration) Hello {
+	h := NewHello(slot)
+	h.Topology, h.OpTimeoutMs, h.ReplyWithinMs = topology, opTimeout.Milliseconds(), replyWithin.Milliseconds()
+	h.SetAccess(a)
+	return h
+}
+
 // SetAccess puts a client's access into the hello, in the worker
 // protocol's shape (docs/worker-protocol.md).
 func (h *Hello) SetAccess(a access.Access) {
