@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"image/color"
 	"math/rand"
 
 	"github.com/lockharness/lockharness/history"
@@ -14,6 +15,7 @@ import (
 // example. The whole worker stops, lock watchdog included.
 var pauseClient = Fault{
 	Name:    "pause-client",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 148, G: 103, B: 189, A: 70}, Legend: "holder frozen"},
 	Scored:  []Scorecard{ScoreLibraries, ScoreCluster, ScoreLongHold},
 	Waits:   true,
 	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs",
@@ -29,6 +31,7 @@ var pauseClient = Fault{
 // extend-after-expiry.
 var pausePastRelease = Fault{
 	Name:    "pause-past-release",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 180, G: 155, B: 225, A: 80}, Legend: "holder frozen past a release"},
 	Waits:   true,
 	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs, thawing it just after another client's release",
 	Options: []options.Spec{forOpt("1.5-3 TTLs, then until another client's release")},
@@ -42,6 +45,7 @@ var pausePastRelease = Fault{
 // 1.5-3 TTLs: the delayed reply of Kleppmann's example.
 var pauseAcquire = Fault{
 	Name:    "pause-acquire",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 115, G: 55, B: 195, A: 70}, Legend: "frozen in its recipe"},
 	Waits:   true,
 	Summary: "SIGSTOP a client inside its recipe (redlock: with acquire replies in flight) for 1.5-3 TTLs",
 	Options: []options.Spec{forOpt("1.5-3 TTLs")},
@@ -79,6 +83,7 @@ func freeze(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, 
 // workload replaces it with a fresh worker.
 var killClient = Fault{
 	Name:    "kill-client",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 115, G: 40, B: 135, A: 70}, Legend: "client killed"},
 	Waits:   true,
 	Summary: "SIGKILL a client at its recipe's pause point (naive: between SETNX and EXPIRE)",
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, _ options.Values) error {

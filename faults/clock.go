@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image/color"
 	"math/rand"
 	"time"
 
@@ -33,6 +34,7 @@ func setClock(fault string, n cluster.Node, d time.Duration) error {
 // the clock was ahead expire two TTLs late.
 var clockJump = Fault{
 	Name:       "clock-jump",
+	Drawing:    history.Drawing{Colour: color.NRGBA{R: 188, G: 189, B: 34, A: 80}, Legend: "clock jumped"},
 	Scored:     []Scorecard{ScoreLibraries},
 	Waits:      true,
 	Needs:      nodeControl,
@@ -73,6 +75,7 @@ var clockJump = Fault{
 // quarter TTL, so that its leases expire early and late in turn.
 var clockStrobe = Fault{
 	Name:       "clock-strobe",
+	Drawing:    history.Drawing{Colour: color.NRGBA{R: 145, G: 160, B: 85, A: 70}, Legend: "clock flipping"},
 	Needs:      nodeControl,
 	Summary:    "flip a node's clock between +1 TTL and +0 every TTL/4 for 1-2 TTLs",
 	NeedsClock: true,

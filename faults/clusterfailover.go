@@ -2,9 +2,11 @@ package faults
 
 import (
 	"context"
+	"image/color"
 	"math/rand"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 )
 
@@ -15,6 +17,7 @@ const optMode = "mode"
 // (force: no handshake with it; takeover: not even an election).
 var clusterFailover = Fault{
 	Name:    "cluster-failover",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 75, G: 225, B: 220, A: 80}, Legend: "replica took over"},
 	Scored:  []Scorecard{ScoreCluster},
 	Summary: "CLUSTER FAILOVER on a replica of the lock's shard (mode plain, force or takeover), then wait for it to take over",
 	Needs:   []cluster.Capability{cluster.Failover, cluster.Slots},

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"image/color"
 	"math/rand"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 // the delay is lifted once it has passed, so the write arrives late, once.
 var delayWrite = Fault{
 	Name:          "delay-write",
+	Drawing:       history.Drawing{Colour: color.NRGBA{R: 65, G: 195, B: 165, A: 70}, Legend: "database write held up"},
 	Waits:         true,
 	Summary:       "hold a holder's write to the database up in the network for 1.5-2 TTLs, then heal",
 	NeedsDatabase: true,

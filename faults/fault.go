@@ -5,9 +5,10 @@
 // checks that everything healed.
 //
 // Adding a fault is one file with a Fault value and one line in Registry: the
-// fault declares what it needs of the topology (Needs, NeedsClock) and the
-// options it takes, and everything else (parsing, refusal of impossible
-// combinations, `harness list`, the contract tests) reads those.
+// fault declares what it needs of the topology (Needs, NeedsClock), the
+// options it takes and how reports draw it (Drawing), and everything else
+// (parsing, refusal of impossible combinations, `harness list`, the plots
+// and pages, the contract tests) reads those.
 package faults
 
 import (
@@ -44,6 +45,13 @@ const None = "none"
 type Fault struct {
 	Name    string
 	Summary string
+	// Drawing is how the reports draw its windows: a colour of its own
+	// and the words its entry in the key adds to its name. The reports
+	// find it by name; a fault that declares none takes a colour of their
+	// palette. TestEveryFaultIsDrawnInAColourOfItsOwn holds the colour
+	// apart from every other fault's, TestEveryFaultIsDrawnAsItDeclares
+	// (scenario) from the colours the timeline draws operations in.
+	Drawing history.Drawing
 	// Needs lists what the topology must offer.
 	Needs []cluster.Capability
 	// NeedsClock: the fault moves nodes' wall clocks, so the nodes must run

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"image/color"
 	"math/rand"
 	"time"
 
@@ -47,6 +48,7 @@ var nodeControl = []cluster.Capability{cluster.NodeControl}
 // pauseNode freezes a server with SIGSTOP, as a long GC or VM stall would.
 var pauseNode = Fault{
 	Name:    "pause-node",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 190, G: 115, B: 105, A: 70}, Legend: "node stopped"},
 	Needs:   nodeControl,
 	Summary: "SIGSTOP a node for 0.5-1.5 TTLs, then SIGCONT",
 	Options: []options.Spec{nodeOpt(nodeRandom, false), forOpt("0.5-1.5 TTLs")},
@@ -69,6 +71,7 @@ var pauseNode = Fault{
 // the node's persistence: without it the lock is forgotten.
 var killNode = Fault{
 	Name:    "kill-node",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 140, G: 86, B: 75, A: 70}, Legend: "node killed, restarted"},
 	Scored:  []Scorecard{ScoreLibraries},
 	Waits:   true,
 	Needs:   nodeControl,

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"image/color"
 	"math/rand"
 
 	"github.com/lockharness/lockharness/history"
@@ -13,6 +14,7 @@ import (
 // heals.
 var partition = Fault{
 	Name:    "partition",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 23, G: 190, B: 207, A: 70}, Legend: "clients cut off"},
 	Scored:  []Scorecard{ScoreLibraries, ScoreCluster, ScoreLongHold},
 	Summary: "blackhole some clients' links in both directions for 1-2 TTLs",
 	Options: []options.Spec{forOpt("1-2 TTLs"), clientsOpt},

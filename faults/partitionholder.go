@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"image/color"
 	"math/rand"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 // later write against; one in flight at the cut stays of unknown outcome.
 var partitionHolder = Fault{
 	Name:    "partition-holder",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 45, G: 145, B: 120, A: 70}, Legend: "holder cut from the lock"},
 	Scored:  []Scorecard{ScoreLongHold},
 	Waits:   true,
 	Summary: "a third into a hold, refuse the holder's links to the lock's nodes for 1.5-3 TTLs; its database link stays up",

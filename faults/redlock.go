@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"image/color"
 	"math/rand"
 	"slices"
 	"strings"
@@ -67,6 +68,7 @@ func holdersNode(env *Env, holder int, drawn cluster.Node) cluster.Node {
 // clients share exactly one node.
 var partitionMajorities = Fault{
 	Name:    "partition-majorities",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 70, G: 75, B: 225, A: 70}, Legend: "a majority each"},
 	Summary: "each client reaches only its own ring majority of the nodes, for 2-4 TTLs",
 	Needs:   onlyMajorities,
 	Options: []options.Spec{forOpt("2-4 TTLs")},
@@ -100,6 +102,7 @@ var partitionMajorities = Fault{
 // majority still decides.
 var partitionMinority = Fault{
 	Name:    "partition-minority",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 40, G: 65, B: 140, A: 70}, Legend: "a minority lost"},
 	Summary: "some clients lose a minority of the nodes for 1-2 TTLs",
 	Needs:   onlyMajorities,
 	Options: []options.Spec{forOpt("1-2 TTLs"), clientsOpt,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image/color"
 	"math/rand"
 	"time"
 
@@ -68,6 +69,7 @@ func primaryTarget(env *Env, p cluster.Node) history.Facts {
 // locks that never replicate while the topology promotes a replica.
 var partitionPrimary = Fault{
 	Name:    "partition-primary",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 110, G: 40, B: 80, A: 70}, Legend: "primary cut off"},
 	Scored:  []Scorecard{ScoreCluster},
 	Summary: "cut the lock's primary off from its replicas, its monitors (sentinels; a cluster's bus) and some clients for 5-7 s",
 	Needs:   withFailoverOf,
@@ -181,6 +183,7 @@ func awaitBeforeRelease(ctx context.Context, env *Env) (int, *history.AfterGrant
 // old primary is demoted.
 var splitBrain = Fault{
 	Name:    "split-brain",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 195, G: 65, B: 225, A: 70}, Legend: "primary's side split off"},
 	Summary: "partition the lock's primary and some clients from the replicas, monitors (sentinels; a cluster's bus) and other clients for 5-7 s",
 	Needs:   withFailoverOf,
 	Options: []options.Spec{failoverFor, clientsOpt},
@@ -237,6 +240,7 @@ func healAll(links []*Link) error {
 // had time to promote a replica; it comes back as a replica of the new one.
 var killPrimary = Fault{
 	Name:    "kill-primary",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 195, G: 55, B: 135, A: 70}, Legend: "primary killed"},
 	Summary: "SIGKILL the primary; restart it 5-7 s later",
 	Needs:   withFailover,
 	Options: []options.Spec{failoverFor},
@@ -249,6 +253,7 @@ var killPrimary = Fault{
 // pausePrimary freezes the primary long enough to be failed over.
 var pausePrimary = Fault{
 	Name:    "pause-primary",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 227, G: 119, B: 194, A: 70}, Legend: "primary stopped"},
 	Summary: "SIGSTOP the primary for 5-7 s, then SIGCONT",
 	Needs:   withFailover,
 	Options: []options.Spec{failoverFor},
@@ -292,6 +297,7 @@ func onPrimary(ctx context.Context, env *Env, rng *rand.Rand, opts options.Value
 // follows.
 var replicationLag = Fault{
 	Name:    "replication-lag",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 205, G: 175, B: 125, A: 80}, Legend: "replication slowed"},
 	Summary: "add 50-200 ms each way on the primary's internal address for 1-2 TTLs",
 	Needs:   withReplication,
 	Options: []options.Spec{
@@ -329,6 +335,7 @@ var replicationLag = Fault{
 // way an operator does before maintenance.
 var failover = Fault{
 	Name:    "failover",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 90, G: 105, B: 30, A: 70}, Legend: "failover asked for"},
 	Scored:  []Scorecard{ScoreLibraries},
 	Summary: "ask the topology to fail the lock's primary over now (SENTINEL FAILOVER; on a cluster CLUSTER FAILOVER), then wait for the new primary",
 	Needs:   withFailover,

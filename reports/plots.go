@@ -36,6 +36,12 @@ const (
 	latencyH     = 6 * vg.Inch
 	rateH        = 4.5 * vg.Inch
 	minMarkWidth = 3 // points: an instant must stay visible
+	// legendTop is the legend strip's margin above its first entry, and
+	// legendBottom the least below its last.
+	legendTop, legendBottom = 30, 4
+	// timelineData is the width of timeline.png's data area: the image
+	// less the legend and the lane labels.
+	timelineData = plotWidth - legendWidth - vg.Inch
 )
 
 // Colours. Fills that overlay data are color.NRGBA: gonum's image canvas
@@ -97,8 +103,9 @@ var (
 		history.Info: {R: 255, G: 127, B: 14, A: 70},
 	}
 
-	// Fault colours avoid red (anomalies), green (ok) and orange (an
-	// info answer, an unknown acquire).
+	// Colours for faults that declare none (faultColors). Fault colours
+	// avoid red (anomalies), green (ok) and orange (an info answer, an
+	// unknown acquire).
 	faultPalette = []color.NRGBA{
 		{R: 148, G: 103, B: 189, A: 70},
 		{R: 23, G: 190, B: 207, A: 70},
@@ -124,11 +131,16 @@ func WriteTimelinePNG(w io.Writer, t Timeline) error {
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	setXFrom(p, t.Start, t.End)
 	colors := t.faultColors()
-	// The data area is the image less the legend and the lane labels.
-	dense := acceptedTooDense(t, plotWidth-legendWidth-vg.Inch)
+	dense := acceptedTooDense(t, timelineData)
 	p.Add(xGrid(), bandsPlotter{bands: t.Bands, colors: colors, labelTop: rows.faults >= 0, row: rows.y(rows.faults)},
 		timelinePlotter{t: t, rows: rows, dense: dense})
 
+	return savePNG(w, p, timelineLegend(t), timelineHeight(t))
+}
+
+// timelineLegend is timeline.png's key, of what t shows.
+func timelineLegend(t Timeline) plot.Legend {
+	dense := acceptedTooDense(t, timelineData)
 	leg := newLegend()
 	leg.Add("lease, acquire to release", swatch{fill: leaseFill})
 	if hasNodes(t) {
@@ -162,20 +174,27 @@ func WriteTimelinePNG(w io.Writer, t Timeline) error {
 		leg.Add("anomaly (#n as on the page)", swatch{fill: redFill, line: draw.LineStyle{Color: red, Width: 1}})
 		leg.Add("lease in an anomaly", swatch{fill: leaseFill, line: draw.LineStyle{Color: red, Width: 2}})
 	}
-	addFaultLegend(&leg, t.Bands, colors)
+	addFaultLegend(&leg, t.FaultKeys())
+	return leg
+}
 
-	return savePNG(w, p, leg, rows.height())
+// timelineHeight is timeline.png's height: its rows' (layout.height), or
+// more when its key needs more, so that every entry of the key is drawn.
+func timelineHeight(t Timeline) vg.Length {
+	leg := timelineLegend(t)
+	r := leg.Rectangle(draw.Canvas{})
+	return max(timelineRows(t).height(), r.Max.Y-r.Min.Y+legendTop+legendBottom)
 }
 
 // TimelineSize is the size in pixels timeline.png has for t.
 func TimelineSize(t Timeline) (w, h int) {
-	return px(plotWidth), px(timelineRows(t).height())
+	return px(plotWidth), px(timelineHeight(t))
 }
 
 // TimelineScreenSize is the size, in CSS pixels, the page shows
 // timeline.png at: half its pixels.
 func TimelineScreenSize(t Timeline) (w, h int) {
-	return screenPx(plotWidth), screenPx(timelineRows(t).height())
+	return screenPx(plotWidth), screenPx(timelineHeight(t))
 }
 
 var attemptLegend = map[string]string{
@@ -659,7 +678,7 @@ func WriteLatencyPNG(w io.Writer, l Latency) error {
 			leg.Add(k, glyphThumb{Color: color.NRGBA{R: 60, G: 60, B: 60, A: 255}, Radius: 3.5, Shape: kindShape[k]})
 		}
 	}
-	addFaultLegend(&leg, l.Bands, colors)
+	addFaultLegend(&leg, faultKeys(l.Bands, colors))
 	return savePNG(w, p, leg, latencyH)
 }
 
@@ -769,7 +788,7 @@ func WriteRatePNG(w io.Writer, r Rate) error {
 	p.Y.Min, p.Y.Max = 0, top*1.3
 	p.Add(xGrid(), bandsPlotter{bands: r.Bands, colors: colors})
 	p.Add(lines...)
-	addFaultLegend(&leg, r.Bands, colors)
+	addFaultLegend(&leg, faultKeys(r.Bands, colors))
 	return savePNG(w, p, leg, rateH)
 }
 
@@ -854,26 +873,17 @@ func newLegend() plot.Legend {
 	return leg
 }
 
-func faultColors(bands []Band) map[string]color.NRGBA {
-	colors := map[string]color.NRGBA{}
-	for _, b := range bands {
-		if _, ok := colors[b.Fault]; !ok {
-			colors[b.Fault] = faultPalette[len(colors)%len(faultPalette)]
+func addFaultLegend(leg *plot.Legend, keys []FaultKey) {
+	for _, k := range keys {
+		if k.Observed {
+			leg.Add(k.Label, swatch{fill: observedColor(k.Colour)})
+			continue
 		}
-	}
-	return colors
-}
-
-func addFaultLegend(leg *plot.Legend, bands []Band, colors map[string]color.NRGBA) {
-	seen := map[string]bool{}
-	for _, b := range bands {
-		if !seen[b.Fault] {
-			seen[b.Fault] = true
-			if b.Observed {
-				leg.Add("seen: "+b.Fault, swatch{fill: observedColor(colors[b.Fault])})
-				continue
-			}
-			leg.Add("fault: "+b.Fault, swatch{fill: colors[b.Fault]})
+		// The image's key is a narrow strip: a fault's words go on a line
+		// of their own beneath its name.
+		leg.Add("fault: "+k.Fault, swatch{fill: k.Colour})
+		if k.Legend != "" {
+			leg.Add("  "+k.Legend, swatch{})
 		}
 	}
 }
@@ -890,7 +900,7 @@ func savePNG(w io.Writer, p *plot.Plot, leg plot.Legend, height vg.Length) error
 	img := vgimg.NewWith(vgimg.UseWH(plotWidth, height), vgimg.UseDPI(dpi))
 	dc := draw.New(img)
 	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
-	leg.Draw(draw.Crop(dc, plotWidth-legendWidth+10, -4, 0, -30))
+	leg.Draw(draw.Crop(dc, plotWidth-legendWidth+10, -4, 0, -legendTop))
 	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
 	return err
 }

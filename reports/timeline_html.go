@@ -30,8 +30,8 @@ type timelinePage struct {
 	Faults      []htmlFault   `json:"faults"`
 	Anomalies   []htmlAnomaly `json:"anomalies"`
 	Note        string        `json:"note,omitempty"`
-	// Colors are the operations' answers', FaultColors each fault's (the
-	// PNG's palette), Legend what the page's key shows.
+	// Colors are the operations' answers', FaultColors each fault's (as
+	// the PNG draws it), Legend what the page's key shows.
 	Colors      map[string]string `json:"colors"`
 	FaultColors map[string]string `json:"faultColors"`
 	Legend      []htmlKey         `json:"legend"`
@@ -238,16 +238,11 @@ func htmlLegend(t Timeline, colors map[string]color.NRGBA) []htmlKey {
 		keys = append(keys, htmlKey{Label: "anomaly (#n as on the page)", Color: cssColor(red, 1)},
 			htmlKey{Label: "lease in an anomaly", Color: cssColor(leaseFill, 1), Outline: cssColor(red, 1)})
 	}
-	seen := map[string]bool{}
-	for _, b := range t.Bands {
-		if seen[b.Fault] {
-			continue
-		}
-		seen[b.Fault] = true
-		if b.Observed {
-			keys = append(keys, htmlKey{Label: "seen: " + b.Fault, Color: cssColor(observedColor(colors[b.Fault]), 1)})
+	for _, k := range faultKeys(t.Bands, colors) {
+		if k.Observed {
+			keys = append(keys, htmlKey{Label: k.Label, Color: cssColor(observedColor(k.Colour), 1)})
 		} else {
-			keys = append(keys, htmlKey{Label: "fault: " + b.Fault, Color: cssColor(colors[b.Fault], 0.85)})
+			keys = append(keys, htmlKey{Label: k.Label, Color: cssColor(k.Colour, 0.85)})
 		}
 	}
 	return keys

@@ -211,13 +211,7 @@ func TestTimelineHTMLDrawsWhatThePNGDraws(t *testing.T) {
 	if err := WriteTimelineHTML(&b, "x", a, tl, res); err != nil {
 		t.Fatal(err)
 	}
-	page := b.String()
-	start := strings.Index(page, `<script id="data" type="application/json">`) + len(`<script id="data" type="application/json">`)
-	end := strings.Index(page[start:], "</script>")
-	var data timelinePage
-	if err := json.Unmarshal([]byte(page[start:start+end]), &data); err != nil {
-		t.Fatal(err)
-	}
+	data := timelinePageData(t, b.String())
 	if got := strings.Join(data.AnomalyRows, ","); got != "double-grant,stale-write" {
 		t.Errorf("anomaly rows %q, want one per kind", got)
 	}
@@ -257,4 +251,16 @@ func TestTimelineHTMLDrawsWhatThePNGDraws(t *testing.T) {
 			t.Errorf("the key lacks %q: %s", want, legend)
 		}
 	}
+}
+
+// timelinePageData is the data timeline.html draws from.
+func timelinePageData(t *testing.T, page string) timelinePage {
+	t.Helper()
+	start := strings.Index(page, `<script id="data" type="application/json">`) + len(`<script id="data" type="application/json">`)
+	end := strings.Index(page[start:], "</script>")
+	var data timelinePage
+	if err := json.Unmarshal([]byte(page[start:start+end]), &data); err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"image/color"
 	"math/rand"
 	"slices"
 	"strings"
@@ -17,10 +18,12 @@ import (
 
 // stall is a fault written here, as a contributor would add one: one value
 // and one registry line (addFault). It freezes the first client to reach
-// its write for two TTLs and says so in its facts.
+// its write for two TTLs and says so in its facts, and declares how the
+// reports draw it.
 var stall = faults.Fault{
 	Name:    "test-stall",
 	Summary: "freeze a client before its write for 2 TTLs (a fault of this test)",
+	Drawing: history.Drawing{Colour: color.NRGBA{R: 140, G: 130, B: 40, A: 70}, Legend: "client stalled"},
 	Waits:   true,
 	Run: func(ctx context.Context, env *faults.Env, _ *rand.Rand, _ options.Values) error {
 		slot, resume, _, err := env.Clients.Freeze(ctx, "before-write")
@@ -47,8 +50,8 @@ func addFault(t *testing.T, f faults.Fault) {
 }
 
 // A fault added in one file and one registry line is parsed, run,
-// recorded, drawn on the timeline and told in the causes, with no edit
-// anywhere else.
+// recorded, drawn on the timeline in the colour and with the legend words
+// it declares, and told in the causes, with no edit anywhere else.
 func TestAFaultAddedInATestIsRunDrawnAndExplained(t *testing.T) {
 	addFault(t, stall)
 	if _, err := faults.Parse("test-stall"); err != nil {
@@ -65,12 +68,25 @@ func TestAFaultAddedInATestIsRunDrawnAndExplained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	timeline := reports.TimelineData(events, r)
 	drawn := false
-	for _, b := range reports.TimelineData(events, r).Bands {
+	for _, b := range timeline.Bands {
 		drawn = drawn || strings.HasPrefix(b.Label(), "test-stall client ")
 	}
 	if !drawn {
 		t.Error("the timeline draws no band for the added fault")
+	}
+	keyed := false
+	for _, k := range timeline.FaultKeys() {
+		if k.Fault == "test-stall" {
+			keyed = true
+			if k.Colour != stall.Drawing.Colour || k.Label != "fault: test-stall (client stalled)" {
+				t.Errorf("the key draws the added fault as %v %q, it declares %v %q", k.Colour, k.Label, stall.Drawing.Colour, stall.Drawing.Legend)
+			}
+		}
+	}
+	if !keyed {
+		t.Error("the timeline's key has no entry for the added fault")
 	}
 	var told []string
 	for _, f := range r.Checker.Findings {

@@ -48,6 +48,17 @@ type Outcome struct {
 	Results reports.Results
 }
 
+// The pages draw each fault as it declares (faults.Fault.Drawing): the
+// reports know no faults, so the package that knows both tells them. The
+// registry is read at each lookup, so that a fault registered after this
+// runs, as a test registers one, is drawn as it declares too.
+func init() {
+	reports.FaultDrawing = func(name string) (history.Drawing, bool) {
+		f, ok := faults.Lookup(name)
+		return f.Drawing, ok
+	}
+}
+
 // quiet is the pause between the final heal and the liveness check, and
 // margin is how long past the TTL the final acquire may take.
 const (
