@@ -81,7 +81,7 @@ func TestClusterRefusals(t *testing.T) {
 		{func(s *Spec) { s.Topology, s.Nemesis = cluster.Sentinel, "cluster-failover" }, "topology sentinel has no slots (keys spread over shards by hash slot"},
 		{func(s *Spec) { s.Nemesis = "cluster-failover:mode=now" }, "option mode=now: want one of plain, force, takeover"},
 		{func(s *Spec) { s.Shards = 2 }, "--shards 2: a cluster needs 3 to 16 shards"},
-		{func(s *Spec) { s.Workload, s.Keys = "inventory", 3 }, "--keys 3: the mutex and jobs workloads take a number of keys"},
+		{func(s *Spec) { s.Workload, s.Keys = "inventory", 3 }, "--keys 3: workload inventory writes one row under one key"},
 	} {
 		s := Defaults()
 		s.Topology = cluster.RedisCluster

@@ -84,6 +84,8 @@ func TestExecRefusals(t *testing.T) {
 	redlock.Topology = cluster.Redlock
 	onCluster := execSpecFor(RedisPyWorker, "none", time.Second)
 	onCluster.Topology = cluster.RedisCluster
+	tally := execSpecFor(RedisPyWorker, "none", time.Second)
+	tally.Workload = "test-tally"
 	cases := map[string]struct {
 		s    Spec
 		want string
@@ -95,6 +97,7 @@ func TestExecRefusals(t *testing.T) {
 		"another protocol": {execSpecFor(`echo '{"kind":"ready","protocol":2,"name":"future"}'; cat >/dev/null`, "none", time.Second),
 			"it speaks worker protocol 2; this harness speaks protocol 1"},
 		"no such program": {execSpecFor("/nonexistent/worker", "none", time.Second), "exited before its ready line"},
+		"a workload the worker does not write": {tally, `worker redis-py-lock does not write the test-tally workload (its ready line's "workloads" are inventory, jobs)`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

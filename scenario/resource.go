@@ -60,9 +60,12 @@ func resolveResource(s *Spec, p *Plan) []error {
 	if s.WriteSQL != "" && s.Fencing != resource.FenceNone {
 		errs = append(errs, fmt.Errorf("give --fencing %s or --write-sql %s, not both: the statement is the fencing", s.Fencing, s.WriteSQL))
 	}
-	if s.Keys < 0 || s.Keys > 0 && wl.OneKey {
-		errs = append(errs, fmt.Errorf("--keys %d: the %s workloads take a number of keys, at least 1; %s writes one row under one key",
-			s.Keys, andList(workloadNames(func(w workloads.Workload) bool { return !w.OneKey })), wl.Name))
+	switch {
+	case s.Keys < 0:
+		errs = append(errs, fmt.Errorf("--keys %d: a number of lock keys is at least 1", s.Keys))
+	case s.Keys > 0 && wl.OneKey:
+		errs = append(errs, fmt.Errorf("--keys %d: workload %s writes one row under one key (the %s workloads take a number of keys)",
+			s.Keys, wl.Name, andList(workloadNames(func(w workloads.Workload) bool { return !w.OneKey }))))
 	}
 	if s.Idempotent && !wl.Idempotent {
 		errs = append(errs, fmt.Errorf("--idempotent makes the %s workload's insert idempotent; workload %s has none", orList(workloadNames(func(w workloads.Workload) bool { return w.Idempotent })), wl.Name))
@@ -75,6 +78,8 @@ func resolveResource(s *Spec, p *Plan) []error {
 	}
 	if s.Lock == ExecLock && p.Worker.Name != "" && !slices.Contains(p.Worker.Writes, res.Name) {
 		errs = append(errs, fmt.Errorf("worker %s does not write to %s itself (its ready line has no \"writes\": [%q]); a real resource needs workers that do (docs/worker-protocol.md)", p.Worker.Name, res.Name, res.Name))
+	} else if s.Lock == ExecLock && p.Worker.Name != "" && !p.Worker.WritesWorkload(wl.Name) {
+		errs = append(errs, fmt.Errorf("worker %s does not write the %s workload (its ready line's \"workloads\" are %s)", p.Worker.Name, wl.Name, strings.Join(p.Worker.Workloads, ", ")))
 	}
 	if res.Available != nil {
 		if err := res.Available(); err != nil {

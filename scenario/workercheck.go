@@ -90,7 +90,8 @@ func CheckWorker(ctx context.Context, commandLine string, opt WorkerCheckOptions
 		sessions = append(sessions, WorkerSession{Topology: t, Report: rep})
 	}
 	// A worker that writes to a database itself gets one session for
-	// each workload on it, each against a server of its own.
+	// each workload on it that it writes, each against a server of its
+	// own.
 	for _, res := range resource.Resources {
 		if !res.Database || !slices.Contains(ready.Writes, res.Name) {
 			continue
@@ -99,7 +100,7 @@ func CheckWorker(ctx context.Context, commandLine string, opt WorkerCheckOptions
 			return ready, sessions, fmt.Errorf("the worker writes to %s, and this machine has none to check it against: %w", res.Name, err)
 		}
 		for _, wl := range workloads.Workloads() {
-			if !wl.WritesTo(res.Name) {
+			if !wl.WritesTo(res.Name) || !ready.WritesWorkload(wl.Name) {
 				continue
 			}
 			opt.Log("session on %s with %s (%s)", topologies[0], res.Name, wl.Name)

@@ -6,6 +6,8 @@
 // protected resource whose writes the checker audits.
 package workloads
 
+import "slices"
+
 // Protocol is the version of the worker protocol this harness speaks. A
 // worker announcing another one is refused before any operation.
 const Protocol = 1
@@ -135,6 +137,16 @@ type Ready struct {
 	// Writes lists the databases the worker writes to itself (postgres);
 	// only such a worker runs with a real resource.
 	Writes []string `json:"writes,omitempty"`
+	// Workloads lists the database workloads it knows how to write
+	// (inventory, jobs); none: every workload the harness has, as the
+	// built-in worker writes them from the registry.
+	Workloads []string `json:"workloads,omitempty"`
+}
+
+// WritesWorkload reports whether the worker writes the workload's writes
+// itself, as its ready line says.
+func (r Ready) WritesWorkload(name string) bool {
+	return len(r.Workloads) == 0 || slices.Contains(r.Workloads, name)
 }
 
 // Request is one line the harness sends a worker after hello: an operation

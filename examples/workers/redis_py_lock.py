@@ -42,7 +42,7 @@ send(kind="ready", protocol=1, name="redis-py-lock", version=redis.__version__, 
      unsupported={"cluster": "redis-py %s's RedisCluster dials the addresses the nodes announce and takes no function to map them "
                              "(address_remap came in redis-py 4.6), so its traffic would pass the harness's proxies by" % redis.__version__,
                   "redlock": "redis-py's Lock takes one server; Redlock over several is not in redis-py"},
-     writes=["postgres"] if psycopg2 else [])
+     writes=["postgres"] if psycopg2 else [], workloads=["inventory", "jobs"])
 if hello.get("probe") or hello.get("protocol") != 1:
     sys.exit(0)  # a probe wants only the ready line; a mismatch the harness refuses
 
