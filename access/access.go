@@ -2,7 +2,9 @@
 // a topology hands each client (cluster), the built-in recipes' clients
 // dial (locks), and the worker protocol's hello carries to a worker of any
 // language (workloads). Every address in it is that client's own link, so
-// that each client can be cut off alone.
+// that each client can be cut off alone. What a client may need of the
+// service it reaches (Capability) is named here too, for the same
+// packages.
 package access
 
 // Access is how one client reaches the lock service.

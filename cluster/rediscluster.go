@@ -47,7 +47,7 @@ var FailoverModes = []string{FailoverPlain, FailoverForce, FailoverTakeover}
 var redisCluster = topology{
 	name:    RedisCluster,
 	summary: fmt.Sprintf("Redis Cluster: --shards primaries (default %d) with --replicas replicas each (default %d), node timeout %v", DefaultShards, DefaultReplicas, clusterNodeTimeout),
-	has:     []Capability{NodeControl, Replication, Failover, Slots},
+	has:     []Capability{access.Primary, access.Replicas, Slots, NodeControl, Replication, Failover},
 	plan: func(s Spec) (plan, error) {
 		if s.Nodes != 0 {
 			return plan{}, fmt.Errorf("topology cluster is sized by --shards and --replicas, not --nodes %d", s.Nodes)

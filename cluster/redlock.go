@@ -1,6 +1,10 @@
 package cluster
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lockharness/lockharness/access"
+)
 
 // DefaultRedlockNodes is the size of a redlock topology unless told otherwise.
 const DefaultRedlockNodes = 5
@@ -10,7 +14,7 @@ const DefaultRedlockNodes = 5
 var redlock = topology{
 	name:    Redlock,
 	summary: fmt.Sprintf("independent primaries for Redlock (--nodes N, default %d)", DefaultRedlockNodes),
-	has:     []Capability{NodeControl, Majorities},
+	has:     []Capability{access.Independent, Majorities, NodeControl},
 	plan: func(s Spec) (plan, error) {
 		n := s.Nodes
 		if n == 0 {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // Sentinel timing: short enough for runs of seconds. A primary that has
@@ -32,7 +34,7 @@ const (
 var sentinel = topology{
 	name:    Sentinel,
 	summary: "a primary, two replicas and three sentinels (down-after 1 s)",
-	has:     []Capability{NodeControl, Replication, Failover},
+	has:     []Capability{access.Primary, access.Replicas, access.Sentinels, NodeControl, Replication, Failover},
 	plan: func(s Spec) (plan, error) {
 		if s.Nodes != 0 && s.Nodes != 3 {
 			return plan{}, fmt.Errorf("topology sentinel has 3 nodes (a primary and two replicas), not %d (--nodes is for topologies whose size can be chosen)", s.Nodes)

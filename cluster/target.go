@@ -11,16 +11,20 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // target is a deployment the harness did not start, such as a team's
 // staging Redis (--target URL). Clients still reach it only through their
 // own proxies, so client and link faults work; its node is not the
 // harness's to pause, kill, restart or move the clock of (no NodeControl),
-// and the harness sends it nothing of its own but PING and INFO.
+// and the harness sends it nothing of its own but PING and INFO. A client
+// finds in it what it finds in single, so the same locks run on both.
 var target = topology{
 	name:    Target,
 	shape:   Single,
+	has:     []Capability{access.Primary, access.Independent},
 	summary: "an existing deployment the harness did not start (--target redis://HOST:PORT or rediss://): client and link faults only",
 	plan: func(s Spec) (plan, error) {
 		if s.Target == "" && s.describing {

@@ -23,12 +23,15 @@ const TargetSentinel = "target-sentinel"
 // for the primary, and dial every node address the sentinels announce
 // through their own proxy for that node (access.Access.Dial), so client and
 // link faults reach all of their traffic. The nodes are not the harness's
-// to pause, kill, restart, fail over or move the clock of: it has no
-// capabilities, as a single target has none, and sends the deployment only
-// PING, INFO, ROLE, SENTINEL queries and reads of its own keys.
+// to pause, kill, restart, fail over or move the clock of: it offers no
+// fault a capability, as a single target offers none, and the harness
+// sends the deployment only PING, INFO, ROLE, SENTINEL queries and reads
+// of its own keys. A client finds in it what it finds in sentinel, so the
+// same locks run on both.
 var targetSentinel = topology{
 	name:    TargetSentinel,
 	shape:   Sentinel,
+	has:     []Capability{access.Primary, access.Replicas, access.Sentinels},
 	summary: "an existing Sentinel deployment the harness did not start (--target redis-sentinel://HOST:PORT,.../MASTER): client and link faults only",
 	plan: func(s Spec) (plan, error) {
 		if s.describing {

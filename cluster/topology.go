@@ -11,7 +11,7 @@ import (
 )
 
 // Topology names. Outside this package a topology is known by what it can
-// do (Can), never by its name.
+// do (Can, Offering), never by its name.
 const (
 	Single   = "single"
 	Sentinel = "sentinel"
@@ -38,6 +38,9 @@ type topology struct {
 	name, summary string
 	// shape is the topology a lock client sees, when it is another's: a
 	// target is one server, as single is. Empty: the topology itself.
+	// A shaped topology offers a client what its shape does, since
+	// workers that name topologies are matched to the shape and recipes
+	// to what the topology itself offers.
 	shape string
 	// has lists what the topology offers the faults and recipes that ask.
 	has []Capability
@@ -117,8 +120,11 @@ func Summary(name string) string {
 	return ""
 }
 
-// Capability is something a fault or recipe may need from a topology.
-type Capability string
+// Capability is something a fault or recipe may need from a topology. The
+// ones a lock client needs are access's (access.Primary, ...), where the
+// recipes and the worker protocol name them; those declared here are what
+// only faults need.
+type Capability = access.Capability
 
 // Capabilities.
 const (
@@ -128,25 +134,31 @@ const (
 	// Failover: something watches the primary and promotes a replica when
 	// it fails (Primary follows it; Failover forces one).
 	Failover Capability = "failover"
-	// Majorities: independent nodes, of which a client needs a majority
-	// (Quorum, Majority).
-	Majorities Capability = "majorities"
 	// NodeControl: the harness runs the nodes, so it can pause, kill and
 	// restart them and move their clocks.
 	NodeControl Capability = "node-control"
-	// Slots: keys are spread over shards by hash slot, each shard a
-	// primary with replicas that take over on request (CLUSTER FAILOVER).
-	Slots Capability = "slots"
+	// Majorities (Quorum, Majority) and Slots (ShardOf, CLUSTER FAILOVER)
+	// are what a lock client needs too; faults name them here with the
+	// others they ask for.
+	Majorities = access.Majorities
+	Slots      = access.Slots
 )
 
 // capabilityMeaning says in words what each capability is, for refusals.
 var capabilityMeaning = map[Capability]string{
-	Replication: "replicas that copy a primary through links the network can cut",
-	Failover:    "an automatic failover that promotes a replica",
-	Majorities:  "independent nodes of which a client needs a majority",
-	NodeControl: "nodes the harness runs itself, so it can pause, kill and restart them and move their clocks",
-	Slots:       "keys spread over shards by hash slot, whose replicas take over on request",
+	Replication:        "replicas that copy a primary through links the network can cut",
+	Failover:           "an automatic failover that promotes a replica",
+	Majorities:         "independent nodes of which a client needs a majority",
+	NodeControl:        "nodes the harness runs itself, so it can pause, kill and restart them and move their clocks",
+	Slots:              "keys spread over shards by hash slot, whose replicas take over on request",
+	access.Primary:     "one primary per key that takes every client's writes to it",
+	access.Independent: "nodes that are each a primary of their own, with no replica or failover, reached at their own addresses",
+	access.Replicas:    "replicas a client can wait for (WAIT)",
+	access.Sentinels:   "sentinels that name the primary",
 }
+
+// Meaning says in words what the capability is, for refusals.
+func Meaning(c Capability) string { return capabilityMeaning[c] }
 
 // Can reports whether the topology offers the capability, or says why not
 // and which topologies do.
@@ -162,6 +174,49 @@ func (c *Cluster) Can(want Capability) error {
 	}
 	return fmt.Errorf("topology %s has no %s (%s); topologies with it: %s",
 		c.Topology, want, capabilityMeaning[want], strings.Join(with, ", "))
+}
+
+// Lacking lists the capabilities in needs that the topology does not
+// offer: none when a recipe that needs them runs on it.
+func (c *Cluster) Lacking(needs []Capability) []Capability {
+	var out []Capability
+	for _, n := range needs {
+		if !slices.Contains(c.top.has, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Offering lists the topologies that offer every capability in needs: where
+// a recipe that needs them runs, a topology added later included. Those
+// that also offer everything in prefers come first (the first is the
+// recipe's home: the libs suite and compare run it there); within each
+// group the registry's order holds. A topology shaped as another (a
+// target) is left out: a client reaches it as the one it is shaped as,
+// which the list names, and it offers a client what that one does.
+func Offering(needs, prefers []Capability) []string {
+	var first, then []string
+	for _, t := range registry {
+		if t.shape != "" || !offers(t, needs) {
+			continue
+		}
+		if offers(t, prefers) {
+			first = append(first, t.name)
+		} else {
+			then = append(then, t.name)
+		}
+	}
+	return append(first, then...)
+}
+
+func offers(t *topology, caps []Capability) bool {
+	for _, c := range caps {
+		if !slices.Contains(t.has, c) {
+			return false
+		}
+	}
+	return true
 }
 
 // Persistence is how the nodes keep their data across a restart

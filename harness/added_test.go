@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockharness/lockharness/access"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/internal/options"
@@ -56,6 +57,9 @@ func TestAddedFaultAndRecipeAreListed(t *testing.T) {
 		if strings.HasPrefix(strings.TrimSpace(line), "test-stall") && (!strings.Contains(line, "single") || strings.Contains(line, "target,")) {
 			t.Errorf("the added fault's line does not say where it applies (node-control: not on a target): %q", line)
 		}
+		if fields := strings.Fields(line); len(fields) > 2 && fields[0] == "test-lock" && (fields[1] != "single,sentinel,cluster" || fields[2] != "primary") {
+			t.Errorf("the added recipe's line does not say where it runs (where a primary is offered) and what it needs: %q", line)
+		}
 	}
 	stdout.Reset()
 	stderr.Reset()
@@ -70,5 +74,21 @@ func TestAddedFaultAndRecipeAreListed(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"run", "--workload", "test-taly", "--time-limit", "1s"}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "did you mean test-tally?") {
 		t.Errorf("a misspelt added workload: exit %d, %s", code, stderr.String())
+	}
+}
+
+// A recipe that needs what no topology offers would run nowhere: the
+// binary built around it refuses to start, saying so.
+func TestMainRefusesARecipeNoTopologyServes(t *testing.T) {
+	cad, err := locks.Lookup("cad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	savedRecipes := slices.Clone(locks.Recipes)
+	t.Cleanup(func() { locks.Recipes = savedRecipes })
+	nowhere := cad
+	nowhere.Name, nowhere.Needs = "test-nowhere", []access.Capability{access.Majorities, access.Sentinels}
+	if code := Main([]string{"version"}, nowhere); code != exitHarness {
+		t.Errorf("Main with a recipe that needs majorities and sentinels: exit %d, want %d", code, exitHarness)
 	}
 }

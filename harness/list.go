@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/lockharness/lockharness/access"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/internal/options"
@@ -47,11 +48,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "Topologies (--topology NAME):")
 	for _, t := range cluster.Topologies {
-		var caps []string
-		for _, cp := range planned[t].Capabilities() {
-			caps = append(caps, string(cp))
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t, orDash(strings.Join(caps, ",")), cluster.Summary(t))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t, capabilities(planned[t].Capabilities()), cluster.Summary(t))
 	}
 	fmt.Fprintln(tw, "\nScenarios (harness repro NAME):")
 	listScenarios(tw, scenario.Catalog)
@@ -71,12 +68,16 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	for _, f := range resource.Fencings {
 		fmt.Fprintf(tw, "    --fencing %s\t\t%s\n", f, resource.Fencing(f))
 	}
-	fmt.Fprintln(tw, "\nLocks (--lock NAME or NAME:OPTION,...):")
+	fmt.Fprintln(tw, "\nLocks (--lock NAME or NAME:OPTION,...), where they run (the first: their home), what they need:")
 	for _, r := range locks.Recipes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.Name, strings.Join(r.Topologies, ","), r.Summary)
+		needs := capabilities(r.Needs)
+		if len(r.Prefers) > 0 {
+			needs += " (prefers " + capabilities(r.Prefers) + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Name, strings.Join(cluster.Offering(r.Needs, r.Prefers), ","), needs, r.Summary)
 		printOptions(tw, r.Options)
 	}
-	fmt.Fprintf(tw, "  %s\t%s\t%s\n", locks.Exec, "as announced", "a lock of your own: the worker --worker-cmd starts for each client, speaking docs/worker-protocol.md (`harness worker-check` tries one)")
+	fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", locks.Exec, "as announced", "as announced", "a lock of your own: the worker --worker-cmd starts for each client, speaking docs/worker-protocol.md (`harness worker-check` tries one)")
 	fmt.Fprintln(tw, "\nFaults (--nemesis a,b or a+b to inject together; options after a colon), where they apply, what they need:")
 	for _, f := range faults.Registry {
 		var where []string
@@ -86,8 +87,8 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		var needs []string
-		for _, n := range f.Needs {
-			needs = append(needs, string(n))
+		if len(f.Needs) > 0 {
+			needs = append(needs, capabilities(f.Needs))
 		}
 		if f.NeedsClock {
 			needs = append(needs, "clock shim")
@@ -107,6 +108,9 @@ func printOptions(w io.Writer, specs []options.Spec) {
 		fmt.Fprintf(w, "    :%s\t\t\t%s\n", o, o.Summary)
 	}
 }
+
+// capabilities spells capabilities as `harness list` prints them.
+func capabilities(caps []cluster.Capability) string { return orDash(access.Join(caps, ",")) }
 
 func orDash(s string) string {
 	if s == "" {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockharness/lockharness/access"
+	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/internal/suggest"
 	"github.com/lockharness/lockharness/locks"
@@ -80,7 +82,11 @@ func usage() string {
 // around Main is a complete harness for them.
 func Main(args []string, recipes ...locks.Recipe) int {
 	for _, r := range recipes {
-		if err := locks.Register(r); err != nil {
+		err := locks.Register(r)
+		if err == nil && len(cluster.Offering(r.Needs, r.Prefers)) == 0 {
+			err = fmt.Errorf("register lock %s: no topology offers all it needs (%s)", r.Name, access.Join(r.Needs, ", "))
+		}
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "harness: %v\n", err)
 			return exitHarness
 		}

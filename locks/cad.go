@@ -3,16 +3,18 @@ package locks
 import (
 	"context"
 	"time"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // cad is the recipe the Redis documentation recommends for one node: SET NX
 // PX with a token unique to the attempt, released by a Lua
 // compare-and-delete so that only the holder can delete its own lock.
 var cad = Recipe{
-	Name:       "cad",
-	Topologies: []string{"single", "sentinel", "cluster"},
-	Summary:    "SET NX PX with a unique token; release with Lua compare-and-delete",
-	New:        func(c Config) Locker { return &cadLock{c} },
+	Name:    "cad",
+	Needs:   []access.Capability{access.Primary},
+	Summary: "SET NX PX with a unique token; release with Lua compare-and-delete",
+	New:     func(c Config) Locker { return &cadLock{c} },
 }
 
 type cadLock struct{ Config }

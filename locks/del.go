@@ -3,15 +3,17 @@ package locks
 import (
 	"context"
 	"time"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // del sets the lock atomically with its expiry but releases with a plain
 // DEL, so a holder that overran its TTL deletes the next holder's lock.
 var del = Recipe{
-	Name:       "del",
-	Topologies: []string{"single", "sentinel", "cluster"},
-	Summary:    "SET NX PX; release with a plain DEL",
-	New:        func(c Config) Locker { return &delLock{c} },
+	Name:    "del",
+	Needs:   []access.Capability{access.Primary},
+	Summary: "SET NX PX; release with a plain DEL",
+	New:     func(c Config) Locker { return &delLock{c} },
 }
 
 type delLock struct{ Config }

@@ -3,17 +3,19 @@ package locks
 import (
 	"context"
 	"time"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // fenced is cad plus a fencing token drawn with INCR in the same Lua script
 // as the SET, so the protected resource can refuse writes from an older
 // holder.
 var fenced = Recipe{
-	Name:       "fenced",
-	Topologies: []string{"single", "sentinel", "cluster"},
-	Fences:     true,
-	Summary:    "cad plus a fencing token from INCR in the same Lua acquire script",
-	New:        func(c Config) Locker { return &fencedLock{c} },
+	Name:    "fenced",
+	Needs:   []access.Capability{access.Primary},
+	Fences:  true,
+	Summary: "cad plus a fencing token from INCR in the same Lua acquire script",
+	New:     func(c Config) Locker { return &fencedLock{c} },
 }
 
 type fencedLock struct{ Config }

@@ -7,6 +7,7 @@ import (
 	"github.com/lockharness/lockharness/access"
 	"math/rand/v2"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -684,8 +685,8 @@ func TestParseLock(t *testing.T) {
 			t.Errorf("%s lists no options or no library: %+v", name, r)
 		}
 	}
-	if r, _ := Lookup("redsync"); !r.Supports("redlock") || !r.Supports("single") || r.Supports("sentinel") {
-		t.Errorf("redsync topologies %v", r.Topologies)
+	if r, _ := Lookup("redsync"); !slices.Equal(cluster.Offering(r.Needs, r.Prefers), []string{cluster.Redlock, cluster.Single}) {
+		t.Errorf("redsync runs on %v, want redlock (its home) and single", cluster.Offering(r.Needs, r.Prefers))
 	}
 }
 

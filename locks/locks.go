@@ -40,9 +40,17 @@ type Recipe struct {
 	// reaches them. A client killed at one of them shows what a crash there
 	// leaves behind.
 	Points []string
-	// Topologies the recipe runs on; the first is the one it is built for
-	// (the libs suite scores it there).
-	Topologies []string
+	// Needs lists what the recipe needs of a topology (access.Primary,
+	// ...): it runs on every topology that offers all of it, one added
+	// later included, and is refused elsewhere with what is lacking. Never
+	// a topology's name: a recipe says what it does, a topology what it
+	// offers.
+	Needs []access.Capability
+	// Prefers lists what the recipe is built for but can do without (a
+	// Redlock's majorities, which one node reduces to a quorum of one):
+	// the topologies that also offer it come first, and the first of all
+	// is the one the libs suite scores it on and compare runs it on.
+	Prefers []access.Capability
 	// Extends is set for recipes whose lockers implement Extender: the
 	// workload then extends each lease after its write, as a caller of the
 	// library would before a long step.
@@ -82,8 +90,13 @@ func Register(r Recipe) error {
 		return fmt.Errorf("register lock %q: a name is one word without ':', ',' or spaces", r.Name)
 	case r.New == nil:
 		return fmt.Errorf("register lock %s: New is nil", r.Name)
-	case len(r.Topologies) == 0:
-		return fmt.Errorf("register lock %s: it names no topology it runs on", r.Name)
+	case len(r.Needs) == 0:
+		return fmt.Errorf("register lock %s: it names nothing it needs of a topology (Needs: %s)", r.Name, access.Join(access.Capabilities, ", "))
+	}
+	for _, c := range append(slices.Clone(r.Needs), r.Prefers...) {
+		if !slices.Contains(access.Capabilities, c) {
+			return fmt.Errorf("register lock %s: %q is nothing a lock client can need of a topology; it can need %s", r.Name, c, access.Join(access.Capabilities, ", "))
+		}
 	}
 	if _, err := Lookup(r.Name); err == nil {
 		return fmt.Errorf("register lock %s: a lock of that name exists", r.Name)
@@ -91,9 +104,6 @@ func Register(r Recipe) error {
 	Recipes = append(Recipes, r)
 	return nil
 }
-
-// Supports reports whether the recipe runs on the topology.
-func (r Recipe) Supports(topology string) bool { return slices.Contains(r.Topologies, topology) }
 
 // Lookup returns the recipe with the name, or an error listing the valid ones.
 func Lookup(name string) (Recipe, error) {

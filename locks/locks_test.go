@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -246,23 +247,52 @@ func TestQuorum(t *testing.T) {
 func TestRegister(t *testing.T) {
 	saved := Recipes
 	t.Cleanup(func() { Recipes = saved })
-	ours := Recipe{Name: "ours", Topologies: []string{"single"}, New: cad.New}
+	ours := Recipe{Name: "ours", Needs: []access.Capability{access.Primary}, New: cad.New}
 	if err := Register(ours); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ParseLock("ours"); err != nil {
 		t.Fatalf("a registered lock does not parse: %v", err)
 	}
-	for name, r := range map[string]Recipe{
-		"taken":       ours,
-		"a built-in":  {Name: "cad", Topologies: []string{"single"}, New: cad.New},
-		"no name":     {Topologies: []string{"single"}, New: cad.New},
-		"a colon":     {Name: "a:b", Topologies: []string{"single"}, New: cad.New},
-		"no New":      {Name: "nonew", Topologies: []string{"single"}},
-		"no topology": {Name: "nowhere", New: cad.New},
+	primary := []access.Capability{access.Primary}
+	for name, c := range map[string]struct {
+		r    Recipe
+		want string
+	}{
+		"taken":      {ours, "a lock of that name exists"},
+		"a built-in": {Recipe{Name: "cad", Needs: primary, New: cad.New}, "a lock of that name exists"},
+		"no name":    {Recipe{Needs: primary, New: cad.New}, "a name is one word"},
+		"a colon":    {Recipe{Name: "a:b", Needs: primary, New: cad.New}, "a name is one word"},
+		"no New":     {Recipe{Name: "nonew", Needs: primary}, "New is nil"},
+		"no needs":   {Recipe{Name: "nowhere", New: cad.New}, "it names nothing it needs of a topology (Needs: primary, independent, majorities, replicas, sentinels, slots)"},
+		"a topology's name": {Recipe{Name: "byname", Needs: []access.Capability{"single"}, New: cad.New},
+			`"single" is nothing a lock client can need of a topology; it can need primary, independent`},
+		"a fault's capability": {Recipe{Name: "faulty", Needs: []access.Capability{access.Primary, cluster.NodeControl}, New: cad.New},
+			`"node-control" is nothing a lock client can need`},
+		"an unknown preference": {Recipe{Name: "picky", Needs: primary, Prefers: []access.Capability{"fast"}, New: cad.New},
+			`"fast" is nothing a lock client can need`},
 	} {
-		if err := Register(r); err == nil {
-			t.Errorf("%s: Register accepted %q", name, r.Name)
+		err := Register(c.r)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Register(%q): %v, want %q", name, c.r.Name, err, c.want)
+		}
+	}
+}
+
+// Every built-in recipe says what it needs in the words Register accepts,
+// and some topology offers it all.
+func TestEveryRecipeNeedsWhatATopologyOffers(t *testing.T) {
+	for _, r := range Recipes {
+		if len(r.Needs) == 0 {
+			t.Errorf("%s needs nothing", r.Name)
+		}
+		for _, c := range append(slices.Clone(r.Needs), r.Prefers...) {
+			if !slices.Contains(access.Capabilities, c) {
+				t.Errorf("%s: %q is no capability a lock client can need", r.Name, c)
+			}
+		}
+		if len(cluster.Offering(r.Needs, r.Prefers)) == 0 {
+			t.Errorf("%s needs %v, which no topology offers", r.Name, r.Needs)
 		}
 	}
 }

@@ -3,17 +3,19 @@ package locks
 import (
 	"context"
 	"time"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // naive is the oldest recipe: SETNX, then EXPIRE in a second command, and a
 // plain DEL to release. A client that dies between the two leaves a lock
 // that never expires.
 var naive = Recipe{
-	Name:       "naive",
-	Topologies: []string{"single", "sentinel", "cluster"},
-	Summary:    "SETNX then PEXPIRE (two commands); release with DEL",
-	Points:     []string{PointAfterSetNX},
-	New:        func(c Config) Locker { return &naiveLock{c} },
+	Name:    "naive",
+	Needs:   []access.Capability{access.Primary},
+	Summary: "SETNX then PEXPIRE (two commands); release with DEL",
+	Points:  []string{PointAfterSetNX},
+	New:     func(c Config) Locker { return &naiveLock{c} },
 }
 
 type naiveLock struct{ Config }

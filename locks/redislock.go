@@ -10,6 +10,8 @@ import (
 	"github.com/bsm/redislock"
 
 	"github.com/lockharness/lockharness/internal/options"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // redislockRecipe is github.com/bsm/redislock v0.10 on one node, with the
@@ -19,12 +21,12 @@ import (
 // (Options.Token, no metadata), so the key's value is the token; retries
 // are the library's default (none).
 var redislockRecipe = Recipe{
-	Name:       "redislock",
-	Renews:     true, // the refresh watchdog, unless no-watchdog
-	Extends:    true,
-	Library:    "github.com/bsm/redislock",
-	Summary:    "bsm/redislock v0.10 Obtain/Release with its README's external watchdog (Refresh every ttl/3)",
-	Topologies: []string{"single", "sentinel", "cluster"},
+	Name:    "redislock",
+	Renews:  true, // the refresh watchdog, unless no-watchdog
+	Extends: true,
+	Library: "github.com/bsm/redislock",
+	Summary: "bsm/redislock v0.10 Obtain/Release with its README's external watchdog (Refresh every ttl/3)",
+	Needs:   []access.Capability{access.Primary},
 	Options: []options.Spec{
 		{Name: "no-watchdog", Summary: "no refresh: Obtain, then Release (the README's basic example)"},
 	},

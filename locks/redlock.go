@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // redlock is the algorithm of the Redis distributed-lock page: one random
@@ -15,11 +17,11 @@ import (
 // timeout small against the TTL, success on a majority within the
 // validity time, and a release on every node after a failed attempt.
 var redlock = Recipe{
-	Name:       "redlock",
-	Summary:    "Redlock over N independent nodes: quorum N/2+1, validity = ttl - elapsed - drift",
-	Points:     []string{PointAcquireReplies},
-	Topologies: []string{"redlock"},
-	New:        func(c Config) Locker { return &redlockLock{c} },
+	Name:    "redlock",
+	Summary: "Redlock over N independent nodes: quorum N/2+1, validity = ttl - elapsed - drift",
+	Points:  []string{PointAcquireReplies},
+	Needs:   []access.Capability{access.Independent, access.Majorities},
+	New:     func(c Config) Locker { return &redlockLock{c} },
 }
 
 // PointAcquireReplies is after the nodes answered an acquire and before the

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/internal/options"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // redsyncRecipe is github.com/go-redsync/redsync/v4, the most used Go
@@ -23,11 +25,12 @@ import (
 // what redsync's users get. The mutex's value is the harness's token
 // (WithGenValueFunc), so that the keys on the servers carry it.
 var redsyncRecipe = Recipe{
-	Name:       "redsync",
-	Extends:    true,
-	Library:    "github.com/go-redsync/redsync/v4",
-	Summary:    "go-redsync/redsync v4 Redlock (library defaults: 32 tries, drift 1%); Extend via locks.Extender",
-	Topologies: []string{"redlock", "single"},
+	Name:    "redsync",
+	Extends: true,
+	Library: "github.com/go-redsync/redsync/v4",
+	Summary: "go-redsync/redsync v4 Redlock (library defaults: 32 tries, drift 1%); Extend via locks.Extender",
+	Needs:   []access.Capability{access.Independent},
+	Prefers: []access.Capability{access.Majorities},
 	Options: []options.Spec{
 		{Name: "setnx-on-extend", Summary: "WithSetNXOnExtend: Extend re-creates keys that have expired (SET NX) instead of failing"},
 		{Name: "tries", Kind: options.Int, Summary: "WithTries(N): acquire attempts (library default 32; 1 = TryLock-like, no waiting)"},

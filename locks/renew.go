@@ -4,17 +4,19 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // renew is cad plus a watchdog that keeps renewing the lease every ttl/3
 // with a Lua compare-and-PEXPIRE while the client holds it, the way
 // Redisson-style locks do. A paused process pauses its watchdog too.
 var renew = Recipe{
-	Name:       "renew",
-	Topologies: []string{"single", "sentinel", "cluster"},
-	Renews:     true,
-	Summary:    "cad plus a watchdog renewing every ttl/3 with Lua compare-and-PEXPIRE",
-	New:        func(c Config) Locker { return &renewLock{Config: c} },
+	Name:    "renew",
+	Needs:   []access.Capability{access.Primary},
+	Renews:  true,
+	Summary: "cad plus a watchdog renewing every ttl/3 with Lua compare-and-PEXPIRE",
+	New:     func(c Config) Locker { return &renewLock{Config: c} },
 }
 
 type renewLock struct {

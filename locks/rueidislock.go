@@ -19,6 +19,8 @@ import (
 	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/lockharness/lockharness/internal/options"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // rueidislockRecipe is github.com/redis/rueidis/rueidislock: a lock of
@@ -42,10 +44,10 @@ import (
 // lease, and a key it deletes on its own (after an extend without an
 // answer) as a release; its lock-lost context as a lost op.
 var rueidislockRecipe = Recipe{
-	Name:       "rueidislock",
-	Library:    "github.com/redis/rueidis",
-	Summary:    "rueidis rueidislock as in its README (KeyMajority 1, NOLOOP): self-extending, lock-lost context via client-side caching",
-	Topologies: []string{"single", "sentinel", "cluster"},
+	Name:    "rueidislock",
+	Library: "github.com/redis/rueidis",
+	Summary: "rueidis rueidislock as in its README (KeyMajority 1, NOLOOP): self-extending, lock-lost context via client-side caching",
+	Needs:   []access.Capability{access.Primary},
 	// The library's first key for a lock: with majority=N the grant is N
 	// of 2N−1 keys, on shards of their own, and faults follow this one.
 	Stores: func(key string) string { return "rueidislock:0:" + key },

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/lockharness/lockharness/access"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestEveryRecipeRunsWithAuthAndTLS(t *testing.T) {
 	ctx := context.Background()
 	c, tg := startSecureNode(t)
 	for _, r := range Recipes {
-		if !r.Supports(cluster.Single) {
+		if !slices.Contains(cluster.Offering(r.Needs, r.Prefers), cluster.Single) {
 			continue
 		}
 		spec := r.Name

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/access"
 )
 
 // wait is cad plus WAIT 1 after a grant: the client uses the lock only once
@@ -16,10 +18,10 @@ import (
 // it does not close it (the acknowledging replica need not be the one
 // promoted, and the grant happened on the primary all the same).
 var wait = Recipe{
-	Name:       "wait",
-	Topologies: []string{"sentinel", "cluster"}, // WAIT needs replicas to wait for
-	Summary:    "cad plus WAIT 1 after acquiring; a grant no replica acknowledged is released unused",
-	New:        func(c Config) Locker { return &waitLock{c} },
+	Name:    "wait",
+	Needs:   []access.Capability{access.Primary, access.Replicas}, // WAIT needs replicas to wait for
+	Summary: "cad plus WAIT 1 after acquiring; a grant no replica acknowledged is released unused",
+	New:     func(c Config) Locker { return &waitLock{c} },
 }
 
 // ErrUnreplicated is returned with a valid lease: the grant happened, but no

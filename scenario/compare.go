@@ -57,8 +57,8 @@ func ComparePlan(lockNames, nemeses []string, ttls []time.Duration, seeds int, b
 			return nil, fmt.Errorf("--locks %q: %w", lock, err)
 		}
 		topology := base.Topology
-		if !topologyGiven && err == nil {
-			topology = r.Topologies[0]
+		if home := cluster.Offering(r.Needs, r.Prefers); !topologyGiven && err == nil && len(home) > 0 {
+			topology = home[0]
 		}
 		cl, err := cluster.Describe(topology)
 		if err != nil {

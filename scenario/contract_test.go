@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,7 +131,7 @@ func TestEveryFaultAppliesRecordsAndHeals(t *testing.T) {
 
 func TestEveryRecipeRunsCleanEverywhereItRuns(t *testing.T) {
 	for _, r := range locks.Recipes {
-		for _, topology := range r.Topologies {
+		for _, topology := range cluster.Offering(r.Needs, r.Prefers) {
 			t.Run(r.Name+"/"+topology, func(t *testing.T) {
 				if topology == cluster.Sentinel {
 					needSentinel(t)
@@ -153,12 +154,12 @@ func TestEveryRecipeRunsCleanEverywhereItRuns(t *testing.T) {
 // recipeFor is a recipe of the harness's own that runs on the topology.
 func recipeFor(t *testing.T, topology string) string {
 	for _, r := range locks.Recipes {
-		if r.Library == "" && r.Supports(topology) && len(r.Points) == 0 {
+		if r.Library == "" && slices.Contains(cluster.Offering(r.Needs, r.Prefers), topology) && len(r.Points) == 0 {
 			return r.Name
 		}
 	}
 	for _, r := range locks.Recipes {
-		if r.Supports(topology) {
+		if slices.Contains(cluster.Offering(r.Needs, r.Prefers), topology) {
 			return r.Name
 		}
 	}

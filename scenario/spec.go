@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockharness/lockharness/access"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/internal/version"
@@ -327,6 +328,48 @@ const TargetKeyPrefix = "lockharness:"
 // ErrLockTopology is a lock asked to run on a topology it does not run on.
 var ErrLockTopology = errors.New("unsupported topology")
 
+// lockTopologies are the topologies a lock runs on, its home first: those
+// that offer all it needs or, for a worker that names its topologies
+// instead (its ready line has no needs), those it names.
+func lockTopologies(l locks.Recipe, w workloads.Ready) []string {
+	if len(l.Needs) == 0 {
+		return w.Topologies
+	}
+	return cluster.Offering(l.Needs, l.Prefers)
+}
+
+// lockFits refuses the plan's lock on a topology it does not run on,
+// naming where it runs, what the topology lacks and, where the worker
+// said, why. The lock's needs are asked of the topology itself, so that a
+// target answers for what it offers; a worker's names are matched to the
+// topology a client sees there (Shape).
+func lockFits(p Plan, lockName string, cl *cluster.Cluster) error {
+	var lacks []string
+	for _, c := range cl.Lacking(p.Lock.Needs) {
+		lacks = append(lacks, fmt.Sprintf("%s (%s)", c, cluster.Meaning(c)))
+	}
+	if len(p.Lock.Needs) > 0 && len(lacks) == 0 || len(p.Lock.Needs) == 0 && slices.Contains(p.Worker.Topologies, cl.Shape()) {
+		return nil
+	}
+	why := ""
+	if len(lacks) > 0 {
+		why = ": it needs " + strings.Join(lacks, " and ")
+	}
+	if reason := p.Worker.Unsupported[cl.Shape()]; reason != "" {
+		why += ": " + reason
+	}
+	where := runsNowhere(p.Lock.Needs)
+	if runsOn := lockTopologies(p.Lock.Recipe, p.Worker); len(runsOn) > 0 {
+		where = "it runs on " + strings.Join(runsOn, ", ")
+	}
+	return fmt.Errorf("%w: lock %s does not run on topology %s (%s)%s", ErrLockTopology, lockName, cl.Shape(), where, why)
+}
+
+// runsNowhere says that no topology offers all of needs.
+func runsNowhere(needs []access.Capability) string {
+	return "no topology offers all it needs: " + access.Join(needs, ", ")
+}
+
 // Resolve checks the spec and resolves it into a Plan. The error reports
 // every problem, each naming the bad value and the valid ones.
 func (s Spec) Resolve() (Plan, error) {
@@ -362,12 +405,8 @@ func (s Spec) Resolve() (Plan, error) {
 	}
 	if err != nil {
 		errs = append(errs, err)
-	} else if cl != nil && !p.Lock.Supports(cl.Shape()) {
-		why := ""
-		if reason := p.Worker.Unsupported[cl.Shape()]; reason != "" {
-			why = ": " + reason
-		}
-		errs = append(errs, fmt.Errorf("%w: lock %s does not run on topology %s (it runs on %s)%s", ErrLockTopology, lockName, cl.Shape(), strings.Join(p.Lock.Topologies, ", "), why))
+	} else if cl != nil {
+		errs = append(errs, lockFits(p, lockName, cl))
 	}
 	if p.Nemesis = nemesis; nemesisErr != nil {
 		errs = append(errs, nemesisErr)

@@ -142,7 +142,7 @@ func randomRuns(seeds int) []Planned {
 		}
 		sort.Strings(names)
 		for _, r := range locks.Recipes {
-			if !r.Supports(topology) {
+			if len(cl.Lacking(r.Needs)) > 0 {
 				continue
 			}
 			rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
@@ -305,8 +305,8 @@ func libraryRuns(seeds int) []Planned {
 	}
 	var libs []library
 	for _, r := range locks.Recipes {
-		if r.Library != "" {
-			libs = append(libs, library{r.Name, r.Topologies[0], r.Name, ""})
+		if home := cluster.Offering(r.Needs, r.Prefers); r.Library != "" && len(home) > 0 {
+			libs = append(libs, library{r.Name, home[0], r.Name, ""})
 		}
 	}
 	for _, o := range outsideLibraries {
@@ -355,7 +355,7 @@ func libraryRuns(seeds int) []Planned {
 		if err != nil {
 			continue
 		}
-		for _, other := range r.Topologies[1:] {
+		for _, other := range cluster.Offering(r.Needs, r.Prefers)[1:] {
 			if cc, err := cluster.Describe(other); err == nil && cc.Can(cluster.Slots) == nil {
 				for _, nemesis := range clusterFaults() {
 					add(lib, cc, nemesis, false)

@@ -32,7 +32,7 @@ func execLock(s Spec) (locks.Lock, workloads.Ready, error) {
 	if err != nil {
 		return locks.Lock{}, r, fmt.Errorf("--worker-cmd: %w", err)
 	}
-	return locks.Lock{Recipe: locks.Recipe{Name: ExecLock, Summary: r.Name + " " + r.Version, Topologies: r.Topologies,
+	return locks.Lock{Recipe: locks.Recipe{Name: ExecLock, Summary: r.Name + " " + r.Version, Needs: r.Needs, Prefers: r.Prefers,
 		Points: r.Points, Extends: r.Extend, Fences: r.Fences, Renews: r.Renewals == workloads.RenewReported}}, r, nil
 }
 

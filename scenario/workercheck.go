@@ -15,19 +15,21 @@ import (
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/workloads"
 )
 
 // ErrNotAnnounced is a session asked for on a topology the worker's ready
-// line does not announce.
+// line does not announce: one it does not name, or one that does not
+// offer what it needs.
 var ErrNotAnnounced = errors.New("not a topology the worker announces")
 
 // WorkerCheckOptions are how `harness worker-check` runs a worker's
 // sessions.
 type WorkerCheckOptions struct {
 	// Topologies limits the sessions to these of the ones the worker
-	// announces (empty: every one).
+	// runs on (empty: every one).
 	Topologies  []string
 	OpTimeout   time.Duration
 	ReplyWithin time.Duration
@@ -65,13 +67,13 @@ func CheckWorker(ctx context.Context, commandLine string, opt WorkerCheckOptions
 	if err != nil {
 		return ready, nil, err
 	}
-	topologies := ready.Topologies
+	topologies := lockTopologies(locks.Recipe{Needs: ready.Needs, Prefers: ready.Prefers}, ready)
 	if len(topologies) == 0 {
-		topologies = []string{cluster.Single}
+		return ready, nil, fmt.Errorf("its ready line: %s", runsNowhere(ready.Needs))
 	}
 	for _, t := range opt.Topologies {
 		if !slices.Contains(topologies, t) {
-			return ready, nil, fmt.Errorf("--topology %s: %w (it announces %s)", t, ErrNotAnnounced, strings.Join(topologies, ", "))
+			return ready, nil, fmt.Errorf("--topology %s: %w (it runs on %s)", t, ErrNotAnnounced, strings.Join(topologies, ", "))
 		}
 	}
 	if len(opt.Topologies) > 0 {

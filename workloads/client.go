@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockharness/lockharness/access"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/proc"
 )
@@ -198,7 +200,24 @@ func ParseReady(line []byte) (Ready, error) {
 			return r, fmt.Errorf("its ready line offers pause point %q, which is the harness's own", p)
 		}
 	}
-	if len(r.Topologies) == 0 {
+	for _, f := range []struct {
+		name string
+		caps []access.Capability
+	}{{"needs", r.Needs}, {"prefers", r.Prefers}} {
+		for _, c := range f.caps {
+			if !slices.Contains(access.Capabilities, c) {
+				return r, fmt.Errorf("its ready line %s %q, which is nothing a topology offers a lock client; it can need %s", f.name, c, access.Join(access.Capabilities, ", "))
+			}
+		}
+	}
+	switch {
+	case len(r.Needs) > 0:
+		// Needs say more than names: a topology added later that offers
+		// them runs the worker, where a list of names would refuse it.
+		r.Topologies = nil
+	case len(r.Prefers) > 0:
+		return r, errors.New(`its ready line has "prefers" without "needs": prefers order the topologies that offer what it needs`)
+	case len(r.Topologies) == 0:
 		r.Topologies = []string{"single"}
 	}
 	return r, nil

@@ -394,8 +394,15 @@ func (s *session) run(ctx context.Context, rep *Conformance) {
 		return
 	}
 	rep.Ready = r
-	pass("handshake: %s %s, protocol %d, extend %v, fences %v, renewals %s, points %v, topologies %v",
-		r.Name, r.Version, r.Protocol, r.Extend, r.Fences, r.Renewals, r.Points, r.Topologies)
+	where := fmt.Sprintf("topologies %v", r.Topologies)
+	if len(r.Needs) > 0 {
+		where = fmt.Sprintf("needs %v", r.Needs)
+		if len(r.Prefers) > 0 {
+			where += fmt.Sprintf(", prefers %v", r.Prefers)
+		}
+	}
+	pass("handshake: %s %s, protocol %d, extend %v, fences %v, renewals %s, points %v, %s",
+		r.Name, r.Version, r.Protocol, r.Extend, r.Fences, r.Renewals, r.Points, where)
 
 	key := s.cfg.Key
 	ttl := int64(2000)

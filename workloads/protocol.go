@@ -6,7 +6,11 @@
 // protected resource whose writes the checker audits.
 package workloads
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/lockharness/lockharness/access"
+)
 
 // Protocol is the version of the worker protocol this harness speaks. A
 // worker announcing another one is refused before any operation.
@@ -129,10 +133,21 @@ type Ready struct {
 	// Points are the pause points inside the lock client, in the order a
 	// client reaches them; the harness arms them in requests.
 	Points []string `json:"points,omitempty"`
-	// Topologies the worker can run on (default: single).
+	// Needs lists what the worker needs of a topology, as a recipe's Needs
+	// do: it runs on every topology that offers all of it, one added
+	// later included. A worker that announces Needs is not read for
+	// Topologies (ParseReady drops them), which it may still send for
+	// harnesses older than Needs.
+	Needs []access.Capability `json:"needs,omitempty"`
+	// Prefers, with Needs, is what the worker is built for but can do
+	// without, as a recipe's Prefers: the topologies that also offer it
+	// come first.
+	Prefers []access.Capability `json:"prefers,omitempty"`
+	// Topologies the worker can run on, by name, when it announces no
+	// Needs (default: single).
 	Topologies []string `json:"topologies,omitempty"`
 	// Unsupported says, by topology, why the worker does not run on one
-	// it leaves out of Topologies; a run there is refused with the reason.
+	// it is refused on; a run there is refused with the reason.
 	Unsupported map[string]string `json:"unsupported,omitempty"`
 	// Writes lists the databases the worker writes to itself (postgres);
 	// only such a worker runs with a real resource.

@@ -70,7 +70,7 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 		renewals = RenewReported
 	}
 	w.send(Ready{Kind: KindReady, Protocol: Protocol, Name: lock.Name, Version: version.Harness(),
-		Extend: lock.Extends, Fences: lock.Fences, Renewals: renewals, Points: lock.Points, Topologies: lock.Topologies,
+		Extend: lock.Extends, Fences: lock.Fences, Renewals: renewals, Points: lock.Points, Needs: lock.Needs, Prefers: lock.Prefers,
 		Writes: databases()})
 	if hello.Probe {
 		return nil

@@ -15,15 +15,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockharness/lockharness/access"
 	"github.com/lockharness/lockharness/harness"
 	"github.com/lockharness/lockharness/locks"
 )
 
+// ourLock says what it needs of a topology, never which topologies: one
+// primary per key that every client writes to (it touches one key, so a
+// cluster's key routing serves too). It runs wherever that is offered.
 var ourLock = locks.Recipe{
-	Name:       "ourlock",
-	Summary:    "our service's own lock: SET NX PX, compare-and-delete release",
-	Topologies: []string{"single", "sentinel"},
-	New:        func(c locks.Config) locks.Locker { return &lock{c: c} },
+	Name:    "ourlock",
+	Summary: "our service's own lock: SET NX PX, compare-and-delete release",
+	Needs:   []access.Capability{access.Primary},
+	New:     func(c locks.Config) locks.Locker { return &lock{c: c} },
 }
 
 type lock struct{ c locks.Config }
