@@ -96,7 +96,7 @@ func TestExecRefusals(t *testing.T) {
 		"a command without exec":               {func() Spec { s := spec("cad", "none", time.Second, 1); s.WorkerCmd = "x"; return s }(), "goes with --lock exec, not --lock cad"},
 		"another protocol": {execSpecFor(`echo '{"kind":"ready","protocol":2,"name":"future"}'; cat >/dev/null`, "none", time.Second),
 			"it speaks worker protocol 2; this harness speaks protocol 1"},
-		"no such program": {execSpecFor("/nonexistent/worker", "none", time.Second), "exited before its ready line"},
+		"no such program":                      {execSpecFor("/nonexistent/worker", "none", time.Second), "exited before its ready line"},
 		"a workload the worker does not write": {tally, `worker redis-py-lock does not write the test-tally workload (its ready line's "workloads" are inventory, jobs)`},
 	}
 	for name, tc := range cases {
