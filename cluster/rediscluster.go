@@ -504,6 +504,15 @@ func clusterFailover(ctx context.Context, c *Cluster, key, mode string) error {
 	if err != nil {
 		return err
 	}
+	if mode == FailoverPlain {
+		// A plain failover is a handover the primary takes part in: the
+		// replica must be linked to it and caught up, or the handover times
+		// out (5 s) and is dropped without a word. A replica that has just
+		// rejoined may still be syncing.
+		if err := c.linkedToPrimary(ctx, r, 10*time.Second); err != nil {
+			return err
+		}
+	}
 	args := []any{"CLUSTER", "FAILOVER"}
 	if mode != FailoverPlain {
 		args = append(args, strings.ToUpper(mode))
@@ -512,6 +521,24 @@ func clusterFailover(ctx context.Context, c *Cluster, key, mode string) error {
 		return fmt.Errorf("%s: %v: %w", r.Name(), args, err)
 	}
 	return nil
+}
+
+// linkedToPrimary waits until replica r's link to its primary is up.
+func (c *Cluster) linkedToPrimary(ctx context.Context, r Node, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		repl, err := c.infoFields(ctx, r, "INFO", "replication")
+		if err == nil && repl["master_link_status"] == "up" {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("%s's link to its primary is %s after %v: a plain CLUSTER FAILOVER would not be taken up", r.Name(), repl["master_link_status"], within)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // replicaOf is a reachable replica of primary p, as p's peers see it.
