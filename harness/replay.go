@@ -10,6 +10,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/scenario"
+	"github.com/lockharness/lockharness/search"
 )
 
 // cmdReplay runs a recorded run's schedule again and says whether its
@@ -21,7 +22,7 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 		"grant for a fault that waited for one (the holder it hits is that grant's). It\n"+
 		"says for each replay whether the run's anomalies came back (for a valid run:\n"+
 		"whether it was valid again), and exits 0 when they did in every replay, 1 when\n"+
-		"not. Replays are named NAME"+scenario.ReplaySuffix+" in the store.")
+		"not. Replays are named NAME"+search.ReplaySuffix+" in the store.")
 	times := c.Int("times", 1, "how many times to replay it")
 	store := c.storeFlag("")
 	checkTimeout := c.checkTimeoutFlag()
@@ -37,7 +38,7 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	case *times < 1:
 		return c.fail(stderr, "--times must be at least 1, got %d", *times)
 	}
-	rec, err := scenario.ReadRecorded(pos[0])
+	rec, err := search.ReadRecorded(pos[0])
 	if err != nil {
 		return c.fail(stderr, "%v", err)
 	}
@@ -58,7 +59,7 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(stderr)
 	defer stop()
 	defer proc.KillAll()
-	fmt.Fprintf(stdout, "replay %s (%s): %s\n  seed %d; %d faults followed:\n", rec.Dir, rec.Spec.Name, scenario.Found(rec.Results), spec.Seed, len(plan.Steps))
+	fmt.Fprintf(stdout, "replay %s (%s): %s\n  seed %d; %d faults followed:\n", rec.Dir, rec.Spec.Name, search.Found(rec.Results), spec.Seed, len(plan.Steps))
 	for _, st := range plan.Steps {
 		fmt.Fprintf(stdout, "    %s\n", st)
 	}
@@ -82,10 +83,10 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 			return exitHarness
 		}
 		word := "did not come back"
-		if scenario.Reproduces(out.Results, kinds) {
+		if search.Reproduces(out.Results, kinds) {
 			word, came = "came back", came+1
 		}
-		fmt.Fprintf(stdout, "  replay %d of %d: %-40s %-17s %5.1fs  %s\n", i+1, *times, scenario.Found(out.Results), word, time.Since(start).Seconds(), out.Dir)
+		fmt.Fprintf(stdout, "  replay %d of %d: %-40s %-17s %5.1fs  %s\n", i+1, *times, search.Found(out.Results), word, time.Since(start).Seconds(), out.Dir)
 	}
 	what := "the valid verdict"
 	if len(kinds) > 0 {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/internal/proc"
-	"github.com/lockharness/lockharness/scenario"
+	"github.com/lockharness/lockharness/search"
 )
 
 // cmdShrink searches for the smallest scenario that still shows a run's
@@ -43,7 +43,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	case *budget <= 0:
 		return c.fail(stderr, "--budget must be positive, got %v", *budget)
 	}
-	rec, err := scenario.ReadRecorded(pos[0])
+	rec, err := search.ReadRecorded(pos[0])
 	if err != nil {
 		return c.fail(stderr, "%v", err)
 	}
@@ -64,13 +64,13 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	defer proc.KillAll()
 	fmt.Fprintf(stdout, "shrink %s (%s): %s\n  from %d faults, %d clients, time limit %v; the %s %s; %d of %d tries must find it; budget %v\n",
-		rec.Dir, rec.Spec.Name, scenario.Found(rec.Results), len(spec.Schedule), spec.Clients, spec.TimeLimit, kind, when, *tries, *tries, *budget)
-	opt := scenario.ShrinkRunOptions{Tries: *tries, Budget: *budget, Store: *store, CheckTimeout: *checkTimeout,
+		rec.Dir, rec.Spec.Name, search.Found(rec.Results), len(spec.Schedule), spec.Clients, spec.TimeLimit, kind, when, *tries, *tries, *budget)
+	opt := search.ShrinkRunOptions{Tries: *tries, Budget: *budget, Store: *store, CheckTimeout: *checkTimeout,
 		Log: func(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) }}
 	if *verbose {
 		opt.Progress = stderr
 	}
-	done, err := scenario.ShrinkRecorded(ctx, rec, spec, kind, evident, opt)
+	done, err := search.ShrinkRecorded(ctx, rec, spec, kind, evident, opt)
 	shrunk, page, dir := done.Shrunk, done.Page, done.Dir
 	if ctx.Err() != nil {
 		fmt.Fprintf(stdout, "  interrupted after %.0fs\n", shrunk.Seconds)

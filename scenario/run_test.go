@@ -2,62 +2,35 @@ package scenario
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/internal/testenv"
 	"github.com/lockharness/lockharness/reports"
-	"github.com/lockharness/lockharness/workloads"
 )
 
 // workerBin is what every client's worker runs from in these tests: this
-// test binary itself, in the worker's role (TestMain), so that workloads
-// and recipes the tests register are the workers' too, as they would be
-// in a harness built with them.
+// test binary itself, in the worker's role (testenv.ServeWorker), so that
+// workloads and recipes the tests register are the workers' too, as they
+// would be in a harness built with them.
 var workerBin string
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "worker" {
-		os.Exit(runAsWorker(os.Args[2:]))
-	}
-	self, err := os.Executable()
-	if err != nil {
-		panic(err)
-	}
-	workerBin = self
+	workerBin = testenv.ServeWorker()
 	code := m.Run()
 	if harnessDir != "" {
 		os.RemoveAll(harnessDir)
 	}
 	os.Exit(code)
-}
-
-// runAsWorker is `harness worker --lock NAME`, the built-in worker.
-func runAsWorker(args []string) int {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	var cfg workloads.WorkerConfig
-	fs.StringVar(&cfg.Lock, "lock", "cad", "lock recipe and its options")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	// A worker is a child of the harness; Ctrl-C is the harness's to handle.
-	signal.Ignore(syscall.SIGINT)
-	if err := workloads.RunWorker(os.Stdin, os.Stdout, cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "worker: %v\n", err)
-		return 255
-	}
-	return 0
 }
 
 // harnessBinary is the harness built from ../cmd/harness, for the tests
@@ -88,20 +61,12 @@ var (
 
 func needRedis(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs real redis-server processes; skipped with -short")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed; run `make setup`")
-	}
+	testenv.NeedRedis(t)
 }
 
 func needSentinel(t *testing.T) {
 	t.Helper()
-	needRedis(t)
-	if _, err := exec.LookPath("redis-sentinel"); err != nil {
-		t.Skip("redis-sentinel not installed; run `make setup`")
-	}
+	testenv.NeedSentinel(t)
 }
 
 func spec(lock, nemesis string, limit time.Duration, seed int64) Spec {

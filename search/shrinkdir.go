@@ -1,4 +1,4 @@
-package scenario
+package search
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // ShrinkRunOptions are how a recorded run is shrunk: k tries of each
@@ -44,19 +45,19 @@ type ShrunkRun struct {
 // recorded schedule with one cut made (Shrink), and writes
 // rec.Dir/shrink-STAMP/: minimal.toml, both timelines, shrink.json and
 // shrink.html. An interrupted search writes nothing.
-func ShrinkRecorded(ctx context.Context, rec Recorded, spec Spec, kind string, evident time.Duration, opt ShrinkRunOptions) (ShrunkRun, error) {
+func ShrinkRecorded(ctx context.Context, rec Recorded, spec scenario.Spec, kind string, evident time.Duration, opt ShrinkRunOptions) (ShrunkRun, error) {
 	var stopKinds []string
 	if slices.Contains(checker.OnlineAnomalies, kind) {
 		stopKinds = []string{kind}
 	}
-	pool := NewTopologies()
+	pool := scenario.NewTopologies()
 	defer pool.Close()
-	try := func(ctx context.Context, s Spec) (Outcome, error) {
+	try := func(ctx context.Context, s scenario.Spec) (scenario.Outcome, error) {
 		plan, err := s.Resolve()
 		if err != nil {
-			return Outcome{}, err
+			return scenario.Outcome{}, err
 		}
-		return Run(ctx, plan, Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, StopOn: stopKinds, Reuse: pool, Progress: opt.Progress})
+		return scenario.Run(ctx, plan, scenario.Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, StopOn: stopKinds, Reuse: pool, Progress: opt.Progress})
 	}
 	shrunk := Shrink(ctx, spec, evident, ShrinkOptions{Anomaly: kind, Tries: opt.Tries, Budget: opt.Budget, Try: try, Log: opt.Log})
 	out := ShrunkRun{Shrunk: shrunk}
@@ -83,8 +84,8 @@ func writeShrink(dir string, rec Recorded, kind string, tries int, budget time.D
 	m.Nemesis = plan.Spec.Nemesis // the faults of the minimal schedule
 	file := filepath.Join(dir, "minimal.toml")
 	kept := len(shrunk.Runs) > 0
-	entry := Entry{Name: minimalName(rec.Spec.Name), Source: "harness shrink of " + rec.Dir, Spec: m,
-		Expect: Expect{Unsafe: true, Anomaly: kind},
+	entry := scenario.Entry{Name: minimalName(rec.Spec.Name), Source: "harness shrink of " + rec.Dir, Spec: m,
+		Expect: scenario.Expect{Unsafe: true, Anomaly: kind},
 		Story: fmt.Sprintf("%s's %s with %d of its %d faults, %d of its %d clients and a time limit of %v", rec.Spec.Name, kind,
 			len(m.Schedule), len(shrunk.From.Schedule), m.Clients, shrunk.From.Clients, m.TimeLimit)}
 	page := reports.ShrinkPage{Anomaly: kind, Tries: tries, Budget: budget.String(), Seconds: shrunk.Seconds, OutOfBudget: shrunk.OutOfBudget, Kept: kept,
@@ -98,7 +99,7 @@ func writeShrink(dir string, rec Recorded, kind string, tries int, budget time.D
 		header += fmt.Sprintf("No cut kept the %s in %d of %d tries: this is the original schedule.\n", kind, tries, tries)
 	}
 	header += "Re-run: " + page.Command + "\n"
-	text, err := FormatScenario(entry, header)
+	text, err := scenario.FormatScenario(entry, header)
 	if err != nil {
 		return page, err
 	}
@@ -128,7 +129,7 @@ func writeShrink(dir string, rec Recorded, kind string, tries int, budget time.D
 }
 
 // shrinkSide is one side of the page, its timeline copied beside it.
-func shrinkSide(title, runDir string, spec Spec, res reports.Results, dir, png string) reports.ShrinkSide {
+func shrinkSide(title, runDir string, spec scenario.Spec, res reports.Results, dir, png string) reports.ShrinkSide {
 	side := reports.ShrinkSide{Title: title, Line: spec.Line(), Found: Found(res), Narrative: reports.FirstFindings(res)}
 	if rel, err := filepath.Rel(dir, runDir); err == nil {
 		side.Run = filepath.ToSlash(rel) + "/index.html"
@@ -140,7 +141,7 @@ func shrinkSide(title, runDir string, spec Spec, res reports.Results, dir, png s
 }
 
 // StepLines are a schedule's steps as `harness replay` prints them.
-func StepLines(steps []Step) []string {
+func StepLines(steps []scenario.Step) []string {
 	var out []string
 	for _, st := range steps {
 		out = append(out, st.String())

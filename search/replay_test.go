@@ -1,4 +1,4 @@
-package scenario
+package search
 
 import (
 	"context"
@@ -12,12 +12,14 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/internal/testenv"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // replays runs a recorded run's replay n times on one kept topology,
 // stopping each at the anomaly it looks for, and returns the outcomes.
-func replays(t *testing.T, dir string, n int) (Recorded, []Outcome) {
+func replays(t *testing.T, dir string, n int) (Recorded, []scenario.Outcome) {
 	t.Helper()
 	rec, err := ReadRecorded(dir)
 	if err != nil {
@@ -32,13 +34,13 @@ func replays(t *testing.T, dir string, n int) (Recorded, []Outcome) {
 		t.Fatal(err)
 	}
 	t.Cleanup(proc.KillAll)
-	pool := NewTopologies()
+	pool := scenario.NewTopologies()
 	defer pool.Close()
 	store := t.TempDir()
 	pool.Expect(plan, n, 1, store)
-	var outs []Outcome
+	var outs []scenario.Outcome
 	for range n {
-		out, err := Run(context.Background(), plan, Options{Store: store, WorkerBin: workerBin, Reuse: pool, StopOn: rec.Kinds()})
+		out, err := scenario.Run(context.Background(), plan, scenario.Options{Store: store, WorkerBin: workerBin, Reuse: pool, StopOn: rec.Kinds()})
 		if err != nil {
 			t.Fatalf("replay: %v", err)
 		}
@@ -51,7 +53,7 @@ func replays(t *testing.T, dir string, n int) (Recorded, []Outcome) {
 // the same cut, on the primary, for as long, as long after a grant, with
 // the same clients cut off (the holder spared).
 func TestReplayBringsTheDoubleGrantBack(t *testing.T) {
-	needSentinel(t)
+	testenv.NeedSentinel(t)
 	orig := runEntryOutcome(t, "failover-double-grant", 2)
 	rec, outs := replays(t, orig.Dir, 5)
 	came := 0
@@ -101,7 +103,7 @@ func TestReplayBringsTheDoubleGrantBack(t *testing.T) {
 // A safe run replayed is safe again: a replay raises no alarm its run
 // did not.
 func TestReplayOfASafeRunIsSafe(t *testing.T) {
-	needRedis(t)
+	testenv.NeedRedis(t)
 	orig := runEntryOutcome(t, "gc-pause-fenced", 1)
 	rec, outs := replays(t, orig.Dir, 1)
 	if len(rec.Followed.Faults) == 0 {
@@ -113,12 +115,12 @@ func TestReplayOfASafeRunIsSafe(t *testing.T) {
 	// Its re-run command follows the schedule it was given, from the
 	// file beside it; the nemesis is the schedule's, so no flag draws one.
 	cmd := outs[0].Results.Command
-	planned := filepath.Join(outs[0].Dir, PlannedFile)
+	planned := filepath.Join(outs[0].Dir, scenario.PlannedFile)
 	if !strings.HasSuffix(cmd, " --schedule "+planned) || strings.Contains(cmd, "--nemesis") {
 		t.Errorf("re-run command %q", cmd)
 	}
 	spec, _ := rec.ReplaySpec()
-	if steps, err := ReadSchedule(planned); err != nil || !reflect.DeepEqual(steps, spec.Schedule) {
+	if steps, err := scenario.ReadSchedule(planned); err != nil || !reflect.DeepEqual(steps, spec.Schedule) {
 		t.Errorf("%s: %v %v, want %v", planned, steps, err, spec.Schedule)
 	}
 }
@@ -127,9 +129,9 @@ func TestReplayOfASafeRunIsSafe(t *testing.T) {
 // for 20 s shrink to at most two faults and three clients that find the
 // double grant 3 of 3 times, within the budget.
 func TestShrinkAKilledNodesDoubleGrant(t *testing.T) {
-	needRedis(t)
+	testenv.NeedRedis(t)
 	s := spec("cad", "partition,pause-client,kill-node", 20*time.Second, 11)
-	s.Clients, s.TTL = 6, Duration(2*time.Second)
+	s.Clients, s.TTL = 6, scenario.Duration(2*time.Second)
 	orig := runOutcome(t, s)
 	if orig.Results.Anomalies[checker.DoubleGrant] == 0 {
 		t.Fatalf("the run found no double grant: %s", Found(orig.Results))
@@ -146,11 +148,11 @@ func TestShrinkAKilledNodesDoubleGrant(t *testing.T) {
 	if !ok {
 		t.Fatal("no time the double grant was evident")
 	}
-	pool := NewTopologies()
+	pool := scenario.NewTopologies()
 	defer pool.Close()
 	store := t.TempDir()
-	try := func(ctx context.Context, s Spec) (Outcome, error) {
-		return RunSpec(ctx, s, Options{Store: store, WorkerBin: workerBin, Reuse: pool, StopOn: []string{kind}})
+	try := func(ctx context.Context, s scenario.Spec) (scenario.Outcome, error) {
+		return scenario.RunSpec(ctx, s, scenario.Options{Store: store, WorkerBin: workerBin, Reuse: pool, StopOn: []string{kind}})
 	}
 	got := Shrink(context.Background(), from, evident, ShrinkOptions{Anomaly: kind, Tries: 3, Budget: 4 * time.Minute, Try: try, Log: t.Logf})
 	m := got.Minimal

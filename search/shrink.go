@@ -1,4 +1,4 @@
-package scenario
+package search
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // Shrinking searches, from a run that found an anomaly, for a smaller
@@ -45,7 +46,7 @@ type ShrinkOptions struct {
 	// last one's length would pass it.
 	Budget time.Duration
 	// Try runs a candidate once.
-	Try func(ctx context.Context, spec Spec) (Outcome, error)
+	Try func(ctx context.Context, spec scenario.Spec) (scenario.Outcome, error)
 	// Log reports progress.
 	Log func(format string, args ...any)
 }
@@ -63,11 +64,11 @@ type ShrinkStep struct {
 // Shrunk is a shrink's result: the minimal spec found, the runs of it that
 // found the anomaly, and every candidate tried.
 type Shrunk struct {
-	From    Spec         `json:"from"`
-	Minimal Spec         `json:"minimal"`
-	Runs    []string     `json:"runs"`
-	Steps   []ShrinkStep `json:"steps"`
-	Seconds float64      `json:"seconds"`
+	From    scenario.Spec `json:"from"`
+	Minimal scenario.Spec `json:"minimal"`
+	Runs    []string      `json:"runs"`
+	Steps   []ShrinkStep  `json:"steps"`
+	Seconds float64       `json:"seconds"`
 	// OutOfBudget: the search stopped at its budget, not because no cut
 	// was left.
 	OutOfBudget bool `json:"out_of_budget,omitempty"`
@@ -79,18 +80,18 @@ type Shrunk struct {
 // ShrinkFrom is the spec a shrink of a recorded run starts from: the
 // replay's (ReplaySpec). It refuses a run that found nothing, saying why,
 // and one that did not find the kind asked for.
-func (r Recorded) ShrinkFrom(kind string) (Spec, string, error) {
+func (r Recorded) ShrinkFrom(kind string) (scenario.Spec, string, error) {
 	kinds := r.Kinds()
 	switch {
 	case len(kinds) == 0:
-		return Spec{}, "", fmt.Errorf("%s found no anomaly (verdict %s), so there is nothing to shrink: shrink starts from an invalid run", r.Dir, r.Results.Valid)
+		return scenario.Spec{}, "", fmt.Errorf("%s found no anomaly (verdict %s), so there is nothing to shrink: shrink starts from an invalid run", r.Dir, r.Results.Valid)
 	case kind == "":
 		kind = kinds[0]
 	case !slices.Contains(kinds, kind):
-		return Spec{}, "", fmt.Errorf("%s found %s, not %s (valid: %s)", r.Dir, strings.Join(kinds, ", "), kind, strings.Join(kinds, ", "))
+		return scenario.Spec{}, "", fmt.Errorf("%s found %s, not %s (valid: %s)", r.Dir, strings.Join(kinds, ", "), kind, strings.Join(kinds, ", "))
 	}
 	if len(r.Followed.Faults) == 0 {
-		return Spec{}, "", fmt.Errorf("%s found %s without a fault, so there is no schedule to shrink", r.Dir, kind)
+		return scenario.Spec{}, "", fmt.Errorf("%s found %s without a fault, so there is no schedule to shrink", r.Dir, kind)
 	}
 	s, err := r.ReplaySpec()
 	s.Name = strings.TrimSuffix(s.Name, ReplaySuffix) + ShrinkSuffix
@@ -104,14 +105,14 @@ const ShrinkSuffix = "-shrink"
 // scenario whose every try finds opt.Anomaly; evident is when the
 // anomaly was evident in the run spec came from, from the start of its
 // schedule.
-func Shrink(ctx context.Context, spec Spec, evident time.Duration, opt ShrinkOptions) Shrunk {
+func Shrink(ctx context.Context, spec scenario.Spec, evident time.Duration, opt ShrinkOptions) Shrunk {
 	s := &shrinker{opt: opt, start: time.Now(), best: spec, out: Shrunk{From: spec}}
 	ttl := spec.TTL.D()
 	// 1. The time limit just past the anomaly, without the faults after it.
 	if cut := evident + max(ttl, time.Second); cut < spec.TimeLimit.D() {
 		c := spec
-		c.TimeLimit = Duration(cut.Round(100 * time.Millisecond))
-		c.Schedule = slices.DeleteFunc(slices.Clone(spec.Schedule), func(st Step) bool { return st.At.D() > evident })
+		c.TimeLimit = scenario.Duration(cut.Round(100 * time.Millisecond))
+		c.Schedule = slices.DeleteFunc(slices.Clone(spec.Schedule), func(st scenario.Step) bool { return st.At.D() > evident })
 		if len(c.Schedule) == 0 {
 			c.Nemesis = faults.None // evident before any fault: try none
 		}
@@ -131,9 +132,9 @@ func Shrink(ctx context.Context, spec Spec, evident time.Duration, opt ShrinkOpt
 		c := s.best
 		c.Schedule = slices.Clone(c.Schedule)
 		for i := range c.Schedule {
-			c.Schedule[i].At -= Duration(shift)
+			c.Schedule[i].At -= scenario.Duration(shift)
 		}
-		c.TimeLimit -= Duration(shift)
+		c.TimeLimit -= scenario.Duration(shift)
 		s.try(ctx, c, fmt.Sprintf("the faults %v earlier (time limit %v)", shift, c.TimeLimit))
 	}
 	// 4. Fewer clients: half at once, then one fewer at a time.
@@ -170,7 +171,7 @@ func Shrink(ctx context.Context, spec Spec, evident time.Duration, opt ShrinkOpt
 	// 6. The time limit just past the last fault.
 	if end := scheduleEnd(s.best.Schedule) + max(ttl, time.Second); end < s.best.TimeLimit.D() {
 		c := s.best
-		c.TimeLimit = Duration(end.Round(100 * time.Millisecond))
+		c.TimeLimit = scenario.Duration(end.Round(100 * time.Millisecond))
 		s.try(ctx, c, fmt.Sprintf("time limit %v", c.TimeLimit))
 	}
 	s.out.Minimal, s.out.Seconds = s.best, time.Since(s.start).Seconds()
@@ -180,7 +181,7 @@ func Shrink(ctx context.Context, spec Spec, evident time.Duration, opt ShrinkOpt
 type shrinker struct {
 	opt   ShrinkOptions
 	start time.Time
-	best  Spec
+	best  scenario.Spec
 	// last is how long the last try took: the next is not started if it
 	// would pass the budget.
 	last time.Duration
@@ -189,7 +190,7 @@ type shrinker struct {
 
 // try runs a candidate up to k times and keeps it when every try found
 // the anomaly.
-func (s *shrinker) try(ctx context.Context, c Spec, cut string) bool {
+func (s *shrinker) try(ctx context.Context, c scenario.Spec, cut string) bool {
 	if s.out.OutOfBudget || s.out.HarnessError != "" || ctx.Err() != nil {
 		return false
 	}
@@ -281,16 +282,16 @@ func withOption(fault, name string, change func(string) (string, bool)) (string,
 }
 
 // firstStart is when a schedule's first fault starts (0 for none).
-func firstStart(steps []Step) time.Duration {
+func firstStart(steps []scenario.Step) time.Duration {
 	if len(steps) == 0 {
 		return 0
 	}
-	return slices.MinFunc(steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) }).At.D()
+	return slices.MinFunc(steps, func(a, b scenario.Step) int { return cmp.Compare(a.At, b.At) }).At.D()
 }
 
 // scheduleEnd is when the last fault window of a schedule ends, as far as
 // its for options tell (a fault without one counts from its start).
-func scheduleEnd(steps []Step) time.Duration {
+func scheduleEnd(steps []scenario.Step) time.Duration {
 	var end time.Duration
 	for _, st := range steps {
 		at := st.At.D()

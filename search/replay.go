@@ -1,24 +1,29 @@
-package scenario
+// Package search is searching over fault schedules: a recorded run read
+// back (Recorded), replayed on its own schedule (ReplaySpec), and shrunk
+// to the smallest scenario that still finds its anomaly (Shrink,
+// ShrinkRecorded); explore's search for schedules that break a lock joins
+// it. It runs what it tries through scenario, as any run is run.
+package search
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // Recorded is a finished run read back from its directory: its spec, seed
 // included, its results and the fault schedule it followed.
 type Recorded struct {
 	Dir      string
-	Spec     Spec
+	Spec     scenario.Spec
 	Results  reports.Results
 	Followed faults.Followed
 }
@@ -99,9 +104,9 @@ func Reproduces(res reports.Results, kinds []string) bool {
 // one it found by waiting, the holder, it finds again the same way), for
 // as long, at the same time from the start of the schedule or as long
 // after a grant. Its runs are named NAME-replay.
-func (r Recorded) ReplaySpec() (Spec, error) {
+func (r Recorded) ReplaySpec() (scenario.Spec, error) {
 	s := r.Spec
-	steps, err := StepsOf(r.Followed)
+	steps, err := scenario.StepsOf(r.Followed)
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", filepath.Join(r.Dir, faults.FollowedFile), err)
 	}
@@ -121,53 +126,4 @@ func replayName(name string) string {
 		return name
 	}
 	return name + ReplaySuffix
-}
-
-// PlannedFile is where a run given a schedule (Spec.Schedule) keeps it:
-// the steps as they were given, which its re-run command follows.
-const PlannedFile = "planned.json"
-
-// encodePlanned is a schedule as PlannedFile keeps it.
-func encodePlanned(steps []Step) ([]byte, error) {
-	b, err := json.MarshalIndent(steps, "", "  ")
-	return append(b, '\n'), err
-}
-
-// ReadSchedule reads a schedule for `harness run --schedule`: the one a
-// run followed (its schedule.json, or the run directory), or the one a
-// run was given (its planned.json).
-func ReadSchedule(path string) ([]Step, error) {
-	dir := path
-	st, err := os.Stat(path)
-	switch {
-	case filepath.Base(path) == PlannedFile:
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		var steps []Step
-		if err := json.Unmarshal(b, &steps); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if _, _, err := scheduleSteps(steps); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return steps, nil
-	case filepath.Base(path) == faults.FollowedFile:
-		dir = filepath.Dir(path)
-	case err == nil && !st.IsDir():
-		return nil, fmt.Errorf("%s: want a run's %s or %s, or its run directory", path, faults.FollowedFile, PlannedFile)
-	}
-	f, err := faults.ReadFollowed(dir)
-	if err != nil {
-		return nil, err
-	}
-	steps, err := StepsOf(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(steps) == 0 {
-		return nil, fmt.Errorf("%s: the run followed no faults, so there is no schedule to follow", path)
-	}
-	return steps, nil
 }

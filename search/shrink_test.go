@@ -1,4 +1,4 @@
-package scenario
+package search
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // An oracle stands for real runs: the anomaly comes back when the
@@ -15,17 +16,17 @@ import (
 // least 3 clients. The search must end at exactly that, having tried the
 // cuts in order, and must keep to its budget.
 func TestShrinkFindsTheSmallestScenario(t *testing.T) {
-	grant := Duration(0)
-	spec := Defaults()
-	spec.Clients, spec.TimeLimit, spec.TTL = 6, Duration(20*time.Second), Duration(time.Second)
-	spec.Schedule = []Step{
-		{Fault: "partition:clients=4/5:for=2s", At: Duration(time.Second)},
-		{Fault: "pause-client:for=3s", At: Duration(3 * time.Second)},
-		{Fault: "kill-node:delay=50ms", At: Duration(5 * time.Second), AfterGrant: &grant},
-		{Fault: "partition:clients=1:for=2s", At: Duration(12 * time.Second)},
+	grant := scenario.Duration(0)
+	spec := scenario.Defaults()
+	spec.Clients, spec.TimeLimit, spec.TTL = 6, scenario.Duration(20*time.Second), scenario.Duration(time.Second)
+	spec.Schedule = []scenario.Step{
+		{Fault: "partition:clients=4/5:for=2s", At: scenario.Duration(time.Second)},
+		{Fault: "pause-client:for=3s", At: scenario.Duration(3 * time.Second)},
+		{Fault: "kill-node:delay=50ms", At: scenario.Duration(5 * time.Second), AfterGrant: &grant},
+		{Fault: "partition:clients=1:for=2s", At: scenario.Duration(12 * time.Second)},
 	}
 	runs := 0
-	oracle := func(_ context.Context, s Spec) (Outcome, error) {
+	oracle := func(_ context.Context, s scenario.Spec) (scenario.Outcome, error) {
 		runs++
 		if _, err := s.Resolve(); err != nil {
 			t.Fatalf("candidate does not resolve: %v", err)
@@ -45,7 +46,7 @@ func TestShrinkFindsTheSmallestScenario(t *testing.T) {
 		if kill && pause && s.Clients >= 3 {
 			res.Valid, res.Anomalies[checker.DoubleGrant] = checker.Invalid, 1
 		}
-		return Outcome{Dir: "run", Results: res}, nil
+		return scenario.Outcome{Dir: "run", Results: res}, nil
 	}
 	got := Shrink(context.Background(), spec, 6*time.Second, ShrinkOptions{Anomaly: checker.DoubleGrant, Tries: 3, Budget: time.Hour, Try: oracle, Log: t.Logf})
 	m := got.Minimal
@@ -77,7 +78,7 @@ func TestShrinkFindsTheSmallestScenario(t *testing.T) {
 		t.Errorf("%d runs, %d kept runs, out of budget %v", runs, len(got.Runs), got.OutOfBudget)
 	}
 
-	slow := func(ctx context.Context, s Spec) (Outcome, error) {
+	slow := func(ctx context.Context, s scenario.Spec) (scenario.Outcome, error) {
 		time.Sleep(20 * time.Millisecond)
 		return oracle(ctx, s)
 	}
