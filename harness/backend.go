@@ -1,9 +1,9 @@
 package harness
 
 import (
+	"flag"
 	"strings"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/scenario"
 )
 
@@ -17,11 +17,19 @@ type overrides struct {
 // that runs catalog scenarios.
 func overrideFlags(fs *command) overrides {
 	return overrides{
-		backend:   fs.String("backend", "", "where nodes run: "+strings.Join(cluster.Backends, ", ")+" (default: the scenario's, local)"),
-		image:     fs.String("image", "", "the docker backend's node `image`, which must have redis-server on its PATH (default "+cluster.DefaultImage+", built by make docker-image)"),
+		backend:   fs.String("backend", "", specUsage("backend")+" (default: the scenario's)"),
+		image:     fs.String("image", "", specUsage("image")),
 		lock:      fs.String("lock", "", "run the scenarios with this lock instead of their own (exec: the worker of --worker-cmd)"),
 		workerCmd: fs.String("worker-cmd", "", "with --lock exec: the `command` every client runs, a worker speaking the worker protocol (docs/worker-protocol.md)"),
 	}
+}
+
+// specUsage is the help of a spec's own flag, as run declares it.
+func specUsage(name string) string {
+	fs := flag.NewFlagSet("spec", flag.ContinueOnError)
+	s := scenario.Defaults()
+	s.RegisterFlags(fs)
+	return fs.Lookup(name).Usage
 }
 
 // apply changes a scenario's spec where a flag was given, leaving the

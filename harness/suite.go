@@ -153,7 +153,7 @@ func cmdSuiteMerge(args []string, stdout, stderr io.Writer) int {
 		"of one n, into STORE/suites/TIMESTAMP/: results.json, index.html, scorecard.md and junit.xml,\n"+
 		"rows in the whole suite's order. Exits 0 when the merged suite passed, 1 when a run missed\n"+
 		"its expectation, 255 when a part was incomplete or the harness failed a run.")
-	store := c.String("store", scenario.DefaultStore, "directory whose suites/ gets the merged suite")
+	store := c.storeFlag("the merged suite goes to STORE/suites/TIMESTAMP/")
 	junit := c.String("junit", "", "also write the JUnit XML to `FILE`")
 	asJSON := c.Bool("json", false, "print the merged results.json on stdout")
 	pos, code, ok := c.parse(args, stdout, stderr)

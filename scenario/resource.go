@@ -124,6 +124,18 @@ func workloadsHelp() string {
 	return strings.Join(parts, ", ")
 }
 
+// keysDefaults names the workloads with a number of keys of their own
+// and that number: "; jobs: 20".
+func keysDefaults() string {
+	var out string
+	for _, w := range workloads.Workloads() {
+		if w.Keys > 0 {
+			out += fmt.Sprintf("; %s: %d", w.Name, w.Keys)
+		}
+	}
+	return out
+}
+
 // workloadNames are the registered workloads that pass keep.
 func workloadNames(keep func(workloads.Workload) bool) []string {
 	var names []string

@@ -213,10 +213,15 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&s.Interval, "nemesis-interval", "mean quiet time between faults, drawn from [D/2, 3D/2] (default: from the TTL)")
 	fs.StringVar(&s.Workload, "workload", s.Workload, "what clients do: "+workloadsHelp())
 	fs.StringVar(&s.Resource, "resource", s.Resource, "what the lock protects: "+strings.Join(resource.Names(), ", ")+" (default: the workload's own; a database is started per run)")
-	fs.StringVar(&s.Fencing, "fencing", s.Fencing, "how inventory writes are fenced: none (plain UPDATE), where (lock_token <= $fence in the statement), cas (lock_token = the version read), app-check (read, compare in the client, then UPDATE)")
-	fs.StringVar(&s.WriteSQL, "write-sql", s.WriteSQL, "inventory: a `FILE` with your own write statement, with :sku, :fence, :token and :client; no row updated counts as fenced out")
-	fs.IntVar(&s.Keys, "keys", s.Keys, "number of lock keys: mutex, each with its own counter (default 1: --key); jobs, each with its own queue of jobs (default "+fmt.Sprint(workloads.Jobs.Keys)+"); on a cluster spread over the shards")
-	fs.BoolVar(&s.Idempotent, "idempotent", s.Idempotent, "jobs: make processing idempotent (INSERT ... ON CONFLICT (job) DO NOTHING)")
+	taking := func(takes func(workloads.Workload) bool) string { return orList(workloadNames(takes)) }
+	fs.StringVar(&s.Fencing, "fencing", s.Fencing, "how the writes of "+taking(func(w workloads.Workload) bool { return len(w.Fencings) > 0 })+
+		" are fenced: none (plain UPDATE), where (lock_token <= $fence in the statement), cas (lock_token = the version read), app-check (read, compare in the client, then UPDATE)")
+	fs.StringVar(&s.WriteSQL, "write-sql", s.WriteSQL, taking(func(w workloads.Workload) bool { return w.WriteSQL })+
+		": a `FILE` with your own write statement, with :sku, :fence, :token and :client; no row updated counts as fenced out")
+	fs.IntVar(&s.Keys, "keys", s.Keys, "number of lock keys, for "+andList(workloadNames(func(w workloads.Workload) bool { return !w.OneKey }))+
+		", each with its own counter or queue (default 1: --key"+keysDefaults()+"); on a cluster spread over the shards")
+	fs.BoolVar(&s.Idempotent, "idempotent", s.Idempotent, taking(func(w workloads.Workload) bool { return w.Idempotent })+
+		": make processing idempotent (INSERT ... ON CONFLICT (job) DO NOTHING)")
 	fs.IntVar(&s.Clients, "clients", s.Clients, "number of concurrent lock clients")
 	fs.IntVar(&s.Nodes, "nodes", s.Nodes, fmt.Sprintf("nodes of a topology whose size can be chosen (redlock: default %d)", cluster.DefaultRedlockNodes))
 	fs.IntVar(&s.Shards, "shards", s.Shards, fmt.Sprintf("cluster: number of shards, each a primary with its own slots (default %d)", cluster.DefaultShards))

@@ -32,7 +32,7 @@ import (
 
 // sharded are the packages cut into shards: the ones whose tests are
 // long waits on real servers.
-var sharded = []string{"github.com/lockharness/lockharness/scenario"}
+var sharded = []string{"github.com/lockharness/lockharness/scenario", "github.com/lockharness/lockharness/search"}
 
 func main() {
 	shards := flag.Int("shards", 3, "how many processes the sharded packages' tests are cut into")
@@ -55,26 +55,26 @@ func main() {
 	}
 	times := readTimes(*timesFile)
 	var jobs []job
-	var rest []string
+	var rest, shardedHere []string
+	var units []string // "PKG TEST" of every sharded package's tests
 	for _, p := range pkgs {
 		if !slices.Contains(sharded, p) {
 			rest = append(rest, p)
 			continue
 		}
+		shardedHere = append(shardedHere, short(p))
 		tests, err := listTests(p)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "testrun:", err)
 			os.Exit(2)
 		}
-		for i, group := range balance(tests, times, *shards) {
-			if len(group) > 0 {
-				jobs = append(jobs, job{name: fmt.Sprintf("%s [shard %d of %d, %d tests]", short(p), i+1, *shards, len(group)),
-					args: []string{p, "-run", "^(" + strings.Join(group, "|") + ")$"}})
-			}
+		for _, t := range tests {
+			units = append(units, p+" "+t)
 		}
 	}
+	jobs = shardJobs(units, times, *shards, strings.Join(shardedHere, "+"))
 	if len(rest) > 0 {
-		jobs = append(jobs, job{name: "the other packages", args: rest})
+		jobs = append(jobs, job{name: "the other packages", runs: [][]string{rest}})
 	}
 	start := time.Now()
 	results := make([]result, len(jobs))
@@ -127,12 +127,48 @@ func listTests(pkg string) ([]string, error) {
 	return tests, nil
 }
 
-// balance deals the tests into n groups of about equal recorded time,
-// longest first onto the group with the least so far.
+// shardJobs deals the sharded packages' tests ("PKG TEST") into n shards
+// of about equal recorded time, each shard a job that runs its tests of one
+// package after the other's, so that no more real-server tests run at once
+// than there are shards. label names the packages.
+func shardJobs(units []string, times map[string]float64, n int, label string) []job {
+	var jobs []job
+	for i, group := range balance(units, times, n) {
+		if len(group) == 0 {
+			continue
+		}
+		j := job{name: fmt.Sprintf("%s [shard %d of %d, %d tests]", label, i+1, n, len(group))}
+		byPkg := map[string][]string{}
+		var order []string
+		for _, u := range group {
+			p, t, _ := strings.Cut(u, " ")
+			if byPkg[p] == nil {
+				order = append(order, p)
+			}
+			// A name is a pattern of its own: TestA must not also run TestAB.
+			byPkg[p] = append(byPkg[p], regexp.QuoteMeta(t))
+		}
+		for _, p := range order {
+			j.runs = append(j.runs, []string{p, "-run", "^(" + strings.Join(byPkg[p], "|") + ")$"})
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// balance deals the tests ("PKG TEST", or a bare TEST) into n groups of
+// about equal recorded time (times are by test name), longest first onto
+// the group with the least so far.
 func balance(tests []string, times map[string]float64, n int) [][]string {
+	name := func(t string) string {
+		if _, test, ok := strings.Cut(t, " "); ok {
+			return test
+		}
+		return t
+	}
 	known := slices.Collect(func(yield func(float64) bool) {
 		for _, t := range tests {
-			if s, ok := times[t]; ok && !yield(s) {
+			if s, ok := times[name(t)]; ok && !yield(s) {
 				return
 			}
 		}
@@ -143,7 +179,7 @@ func balance(tests []string, times map[string]float64, n int) [][]string {
 		median = known[len(known)/2]
 	}
 	cost := func(t string) float64 {
-		if s, ok := times[t]; ok {
+		if s, ok := times[name(t)]; ok {
 			return s
 		}
 		return median
@@ -154,7 +190,7 @@ func balance(tests []string, times map[string]float64, n int) [][]string {
 	load := make([]float64, n)
 	for _, t := range sorted {
 		i := slices.Index(load, slices.Min(load))
-		groups[i] = append(groups[i], regexp.QuoteMeta(t))
+		groups[i] = append(groups[i], t)
 		load[i] += cost(t)
 	}
 	return groups
@@ -162,7 +198,8 @@ func balance(tests []string, times map[string]float64, n int) [][]string {
 
 type job struct {
 	name string
-	args []string
+	// runs are go test's arguments, run one after another.
+	runs [][]string
 }
 
 type result struct {
@@ -185,21 +222,36 @@ type event struct {
 	Output  string
 }
 
-// run runs the job's go test and gathers what it said.
+// run runs the job's go tests, one after another, and gathers what they
+// said.
 func (j job) run(timeout string) result {
 	r := result{job: j, pkgs: map[string]float64{}, tests: map[string]float64{}, output: map[string]*bytes.Buffer{}}
 	start := time.Now()
 	fmt.Printf("testrun: %s started\n", j.name)
-	cmd := exec.Command("go", append([]string{"test", "-count=1", "-timeout", timeout, "-json"}, j.args...)...)
+	for _, args := range j.runs {
+		if r.err = r.goTest(timeout, args); r.err != nil {
+			break
+		}
+	}
+	r.took = time.Since(start)
+	status := "passed"
+	if r.failed {
+		status = "FAILED"
+	}
+	fmt.Printf("testrun: %s %s in %s\n", j.name, status, r.took.Round(time.Second))
+	return r
+}
+
+// goTest runs one go test and takes in what it said.
+func (r *result) goTest(timeout string, args []string) error {
+	cmd := exec.Command("go", append([]string{"test", "-count=1", "-timeout", timeout, "-json"}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		r.err = err
-		return r
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		r.err = err
-		return r
+		return err
 	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -215,13 +267,7 @@ func (j job) run(timeout string) result {
 	if err := cmd.Wait(); err != nil {
 		r.failed = true
 	}
-	r.took = time.Since(start)
-	status := "passed"
-	if r.failed {
-		status = "FAILED"
-	}
-	fmt.Printf("testrun: %s %s in %s\n", j.name, status, r.took.Round(time.Second))
-	return r
+	return nil
 }
 
 func (r *result) take(e event) {

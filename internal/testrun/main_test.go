@@ -36,9 +36,20 @@ func TestBalanceDealsLongestFirst(t *testing.T) {
 	if !slices.Equal(groups[0][:1], []string{"TestA"}) {
 		t.Errorf("the longest test does not open the first shard: %v", groups)
 	}
-	// A name is a pattern of its own: TestA must not also run TestAB.
-	if g := balance([]string{"TestA.b"}, nil, 1); g[0][0] != `TestA\.b` {
-		t.Errorf("names are not quoted for -run: %v", g)
+}
+
+// A shard runs its tests of each package in a go test of that package,
+// one after the other, each name a pattern of its own (TestA must not also
+// run TestAB); tests are balanced by their names' times whatever their
+// package.
+func TestShardsRunEachPackagesTestsInTurn(t *testing.T) {
+	jobs := shardJobs([]string{"p/a TestA.b", "p/b TestSlow", "p/a TestC"}, map[string]float64{"TestSlow": 100, "TestA.b": 1, "TestC": 1}, 2, "a+b")
+	if len(jobs) != 2 || len(jobs[0].runs) != 1 || jobs[0].runs[0][0] != "p/b" {
+		t.Fatalf("jobs %+v, want the slow test alone in the first shard", jobs)
+	}
+	got := jobs[1].runs
+	if len(got) != 1 || got[0][0] != "p/a" || got[0][2] != `^(TestA\.b|TestC)$` || jobs[1].name != "a+b [shard 2 of 2, 2 tests]" {
+		t.Errorf("the second shard %q runs %q", jobs[1].name, got)
 	}
 }
 
