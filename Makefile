@@ -77,7 +77,7 @@ fuzz:
 
 ## testdata: record one run of every catalog scenario into testdata/runs (the replay test holds the checker to them); NAMES=a,b records those rows only
 testdata: build
-	LOCKHARNESS_RECORD_TESTDATA=$(or $(NAMES),1) $(GO) test -count=1 -timeout 20m -run TestRecordTestdata -v ./scenario
+	LOCKHARNESS_RECORD_TESTDATA=$(or $(NAMES),1) $(GO) test -count=1 -timeout 20m -run TestRecordTestdata -v ./runner
 
 ## test-short: the tests that need no Redis
 test-short:

@@ -50,7 +50,7 @@ type Fault struct {
 	// find it by name; a fault that declares none takes a colour of their
 	// palette. TestEveryFaultIsDrawnInAColourOfItsOwn holds the colour
 	// apart from every other fault's, TestEveryFaultIsDrawnAsItDeclares
-	// (scenario) from the colours the timeline draws operations in.
+	// (runner) from the colours the timeline draws operations in.
 	Drawing history.Drawing
 	// Needs lists what the topology must offer.
 	Needs []cluster.Capability

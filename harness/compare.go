@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/scenario"
 )
 
@@ -55,18 +56,18 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 			ttls = append(ttls, d)
 		}
 	}
-	plan, err := scenario.ComparePlan(split(*lockList), split(*nemesisList), ttls, *seeds, base, c.set("topology"))
+	plan, err := runner.ComparePlan(split(*lockList), split(*nemesisList), ttls, *seeds, base, c.set("topology"))
 	if err != nil {
 		return c.fail(stderr, "%v", err)
 	}
-	if err := scenario.ResolveSuite(plan); err != nil {
+	if err := runner.ResolveSuite(plan); err != nil {
 		return c.fail(stderr, "%v", err)
 	}
 	ctx, stop := interruptible(stderr)
 	defer stop()
 	defer proc.KillAll()
 	fmt.Fprintf(stdout, "compare: %d runs, %d at once\n", len(plan), max(1, min(*parallel, len(plan))))
-	suite, dir, err := scenario.RunSuite(ctx, "compare", plan, scenario.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout,
+	suite, dir, err := runner.RunSuite(ctx, "compare", plan, runner.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout,
 		Progress: stdout, Parallel: *parallel, Reuse: *reuse})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness compare: %v\n", err)

@@ -23,7 +23,7 @@ import (
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/internal/suggest"
 	"github.com/lockharness/lockharness/locks"
-	"github.com/lockharness/lockharness/scenario"
+	"github.com/lockharness/lockharness/runner"
 )
 
 // Exit codes. The verdict's are Jepsen's: 0 valid, 1 invalid, 2 unknown.
@@ -242,7 +242,7 @@ func (c *command) storeFlag(where string) *string {
 	if where != "" {
 		usage += "; " + where
 	}
-	return c.String("store", scenario.DefaultStore, usage)
+	return c.String("store", runner.DefaultStore, usage)
 }
 
 // checkTimeoutFlag is --check-timeout, the bound on each linearizability
@@ -266,7 +266,7 @@ func (c *command) poolFlags(runs, order string) pool {
 		usage += ", " + order
 	}
 	return pool{
-		parallel: c.Int("parallel", scenario.DefaultParallel(), usage+": one per core and one more unless given"),
+		parallel: c.Int("parallel", runner.DefaultParallel(), usage+": one per core and one more unless given"),
 		reuse: c.Bool("reuse", true, "reset a finished run's topology for a later run that starts the same one instead of starting another "+
 			"(a topology whose reset cannot be proven is replaced by a fresh one)"),
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockharness/lockharness/scenario"
+	"github.com/lockharness/lockharness/runner"
 )
 
 func TestBadNamesListTheValidOnes(t *testing.T) {
@@ -229,7 +229,7 @@ func TestSuiteHelpIsTheLibsSuite(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	help := strings.Join(strings.Fields(stdout.String()), " ")
-	if want := scenario.LibsSuiteSummary(); !strings.Contains(help, want) || !strings.Contains(want, "failover") {
+	if want := runner.LibsSuiteSummary(); !strings.Contains(help, want) || !strings.Contains(want, "failover") {
 		t.Errorf("suite --help does not say %q:\n%s", want, stdout.String())
 	}
 }

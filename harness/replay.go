@@ -9,7 +9,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/internal/proc"
-	"github.com/lockharness/lockharness/scenario"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/search"
 )
 
@@ -63,17 +63,17 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	for _, st := range plan.Steps {
 		fmt.Fprintf(stdout, "    %s\n", st)
 	}
-	pool := scenario.NewTopologies()
+	pool := runner.NewTopologies()
 	defer pool.Close()
 	pool.Expect(plan, *times, 1, *store)
 	came := 0
 	for i := range *times {
-		opt := scenario.Options{Store: *store, CheckTimeout: *checkTimeout, StopOn: stopKinds, Reuse: pool}
+		opt := runner.Options{Store: *store, CheckTimeout: *checkTimeout, StopOn: stopKinds, Reuse: pool}
 		if *verbose {
 			opt.Progress = stderr
 		}
 		start := time.Now()
-		out, err := scenario.Run(ctx, plan, opt)
+		out, err := runner.Run(ctx, plan, opt)
 		if ctx.Err() != nil {
 			fmt.Fprintf(stdout, "  interrupted; came back in %d of %d replays so far\n", came, i)
 			return exitHarness

@@ -12,6 +12,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/scenario"
 )
 
@@ -55,8 +56,8 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	}
 	override.apply(&entry.Spec)
 	// A repro is a one-row suite: the entry for each seed.
-	plan := scenario.SeedRuns(entry, *seeds, *first)
-	if err := scenario.ResolveSuite(plan); err != nil {
+	plan := runner.SeedRuns(entry, *seeds, *first)
+	if err := runner.ResolveSuite(plan); err != nil {
 		return c.fail(stderr, "%v", err)
 	}
 	stopKinds, err := stopOn(*stopFlag, &entry.Expect)
@@ -76,9 +77,9 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(out, "repro %s (%s): %s\n  expect %s; %d seeds from %d; %s backend\n", entry.Name, entry.Source, entry.Story, entry.Expect, *seeds, *first, plan[0].Resolved().Backend)
 	lanes := max(1, min(*parallel, *seeds))
 	var runs []reports.Results
-	opt := scenario.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout, Parallel: *parallel, Reuse: *reuse,
+	opt := runner.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout, Parallel: *parallel, Reuse: *reuse,
 		StopOn: stopKinds,
-		Done: func(p scenario.Planned, cell reports.SuiteCell, outcome string, o scenario.Outcome) {
+		Done: func(p runner.Planned, cell reports.SuiteCell, outcome string, o runner.Outcome) {
 			if cell.Met == nil {
 				fmt.Fprintf(out, "  seed %-4d %s\n", p.Spec.Seed, outcome)
 				return
@@ -94,7 +95,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		opt.RunProgress = stderr
 	}
-	suite, dir, err := scenario.RunSuite(ctx, "repro "+entry.Name, plan, opt)
+	suite, dir, err := runner.RunSuite(ctx, "repro "+entry.Name, plan, opt)
 	pageErr := err
 	if err != nil && dir == "" {
 		fmt.Fprintf(stderr, "harness repro: %v\n", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/scenario"
 )
 
@@ -84,7 +85,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(stderr)
 	defer stop()
 	defer proc.KillAll()
-	opt := scenario.Options{Store: *store, CheckTimeout: *checkTimeout, StopOn: stopKinds}
+	opt := runner.Options{Store: *store, CheckTimeout: *checkTimeout, StopOn: stopKinds}
 	if !*quiet {
 		opt.Progress = stderr
 	}
@@ -92,7 +93,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		human = stderr
 	}
-	out, err := scenario.Run(ctx, plan, opt)
+	out, err := runner.Run(ctx, plan, opt)
 	if out.Dir != "" && out.Results.Spec != nil {
 		reports.Summary(human, "lockharness run "+spec.Name, spec.Line(), out.Results, out.Dir)
 		if *asJSON {

@@ -11,17 +11,18 @@ import (
 
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/scenario"
 )
 
 // cmdSuite runs a named suite and exits 0 exactly when every run with an
 // expectation met it.
 func cmdSuite(args []string, stdout, stderr io.Writer) int {
-	c := newCommand("suite", strings.Join(scenario.Suites, "|")+" [flags] | merge DIR...",
+	c := newCommand("suite", strings.Join(runner.Suites, "|")+" [flags] | merge DIR...",
 		"  quick  every catalog scenario once, seed 1 (the default)\n"+
 			"  full   every catalog scenario for 5 seeds, plus randomised runs (each topology x recipe\n"+
 			"         under a seeded mix of faults, 3 seeds) that explore without an expectation\n"+
-			"  libs   "+wrap(scenario.LibsSuiteSummary(), 90, "         ")+"\n\n"+
+			"  libs   "+wrap(runner.LibsSuiteSummary(), 90, "         ")+"\n\n"+
 			"--lock or --worker-cmd runs every scenario with that lock instead (rows on topologies it does\n"+
 			"not run on are skipped).\n\n"+
 			"`harness suite merge DIR...` joins the results of a suite run in parts (--shard 1/n ... n/n,\n"+
@@ -61,16 +62,16 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	default:
 		return c.fail(stderr, "one suite at a time, got %q", pos)
 	}
-	var plan []scenario.Planned
+	var plan []runner.Planned
 	var err error
 	if *fromDir != "" {
 		if len(pos) > 0 {
 			return c.fail(stderr, "--dir runs the files in %s; a suite name (%q) goes without it", *fromDir, pos[0])
 		}
 		name = "dir " + filepath.Base(filepath.Clean(*fromDir))
-		plan, err = scenario.PlanDir(*fromDir)
+		plan, err = runner.PlanDir(*fromDir)
 	} else {
-		plan, err = scenario.PlanSuite(name)
+		plan, err = runner.PlanSuite(name)
 	}
 	if err != nil {
 		return c.fail(stderr, "%v", err)
@@ -96,11 +97,11 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return c.fail(stderr, "--shard: %v", err)
 		}
-		if plan, err = scenario.Shard(plan, i, n); err != nil {
+		if plan, err = runner.Shard(plan, i, n); err != nil {
 			return c.fail(stderr, "--shard: %v", err)
 		}
 	}
-	if err := scenario.ResolveSuite(plan); err != nil {
+	if err := runner.ResolveSuite(plan); err != nil {
 		return c.fail(stderr, "%v", err)
 	}
 	ctx, stop := interruptible(stderr)
@@ -115,7 +116,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		part = ", shard " + *shard
 	}
 	fmt.Fprintf(human, "suite %s%s: %d runs, %d at once\n", name, part, len(plan), max(1, min(*parallel, len(plan))))
-	suite, dir, err := scenario.RunSuite(ctx, name, plan, scenario.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout, Progress: human,
+	suite, dir, err := runner.RunSuite(ctx, name, plan, runner.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout, Progress: human,
 		Parallel: *parallel, Reuse: *reuse, StopEarly: *stopFlag == "expected", Shard: *shard, Overrides: override.String()})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness suite: %v\n", err)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockharness/lockharness/scenario"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -44,13 +44,13 @@ func cmdWorkerCheck(args []string, stdout, stderr io.Writer) int {
 		return exitHarness
 	}
 	defer os.RemoveAll(dir)
-	opt := scenario.WorkerCheckOptions{OpTimeout: *opTimeout, ReplyWithin: *replyWithin, Dir: dir, Stderr: stderr,
+	opt := runner.WorkerCheckOptions{OpTimeout: *opTimeout, ReplyWithin: *replyWithin, Dir: dir, Stderr: stderr,
 		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "worker-check: "+format+"\n", args...) }}
 	if *topologies != "" {
 		opt.Topologies = strings.Split(*topologies, ",")
 	}
-	ready, sessions, err := scenario.CheckWorker(ctx, pos[0], opt)
-	if errors.Is(err, scenario.ErrNotAnnounced) {
+	ready, sessions, err := runner.CheckWorker(ctx, pos[0], opt)
+	if errors.Is(err, runner.ErrNotAnnounced) {
 		return c.fail(stderr, "%v", err)
 	}
 	if err != nil {
@@ -82,7 +82,7 @@ func cmdWorkerCheck(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func sessionNames(ss []scenario.WorkerSession) string {
+func sessionNames(ss []runner.WorkerSession) string {
 	names := make([]string, len(ss))
 	for i, s := range ss {
 		names[i] = s.Name()

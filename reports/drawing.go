@@ -10,7 +10,7 @@ import (
 )
 
 // FaultDrawing finds the drawing a fault declares (history.Drawing: its
-// colour and legend words) by the fault's name. The scenario package, which
+// colour and legend words) by the fault's name. The runner package, which
 // knows the faults, sets it: the reports do not, so that a history is
 // drawn without them. Nil, or a name no fault has (a history recorded
 // elsewhere, what the harness observed), and the name takes a colour of

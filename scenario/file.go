@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 
+	"github.com/lockharness/lockharness/internal/shell"
 	"github.com/lockharness/lockharness/internal/suggest"
 )
 
@@ -75,7 +76,7 @@ func ParseScenario(name, dir string, data []byte) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("%s: expect: %w", at("expect"), err)
 	}
-	f.Spec.WorkerCmd = expandPaths(f.Spec.WorkerCmd, dir, shellQuote)
+	f.Spec.WorkerCmd = expandPaths(f.Spec.WorkerCmd, dir, shell.Quote)
 	f.Spec.WriteSQL = expandPaths(f.Spec.WriteSQL, dir, func(p string) string { return p })
 	e := Entry{Name: f.Name, Source: f.Source, Story: f.Story, Spec: f.Spec, Expect: expect, Compare: f.Compare, Remedy: f.Remedy}
 	e.Spec.Name = f.Name

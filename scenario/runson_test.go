@@ -1,9 +1,7 @@
 package scenario
 
 import (
-	"context"
 	"errors"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -136,13 +134,5 @@ func TestAWorkerRunsWhereItsReadyLineSays(t *testing.T) {
 		case c.refusal != "" && (!errors.Is(err, ErrLockTopology) || !strings.Contains(err.Error(), c.refusal)):
 			t.Errorf("%s on %s: %v, want %q", c.worker, c.topology, err, c.refusal)
 		}
-	}
-	if _, _, err := CheckWorker(context.Background(), needy, WorkerCheckOptions{Topologies: []string{cluster.Single}, Stderr: io.Discard, Log: t.Logf}); !errors.Is(err, ErrNotAnnounced) ||
-		!strings.Contains(err.Error(), "--topology single: not a topology the worker announces (it runs on sentinel, cluster)") {
-		t.Errorf("worker-check of the needy worker on single: %v", err)
-	}
-	if _, _, err := CheckWorker(context.Background(), nowhere, WorkerCheckOptions{Stderr: io.Discard, Log: t.Logf}); err == nil ||
-		!strings.Contains(err.Error(), "its ready line: no topology offers all it needs: majorities, sentinels") {
-		t.Errorf("worker-check of a worker no topology serves: %v", err)
 	}
 }

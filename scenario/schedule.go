@@ -13,8 +13,8 @@ import (
 // the steps as they were given, which its re-run command follows.
 const PlannedFile = "planned.json"
 
-// encodePlanned is a schedule as PlannedFile keeps it.
-func encodePlanned(steps []Step) ([]byte, error) {
+// EncodePlanned is a schedule as PlannedFile keeps it.
+func EncodePlanned(steps []Step) ([]byte, error) {
 	b, err := json.MarshalIndent(steps, "", "  ")
 	return append(b, '\n'), err
 }

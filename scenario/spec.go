@@ -1,9 +1,8 @@
-// Package scenario describes one run (a Spec), resolves it once into what
-// the run needs (a Plan: the planned topology, the lock with its options,
-// the nemesis with its faults' options), and glues a run together: start the
-// topology, the network and the workers, run the seeded nemesis, close with a
-// heal and a liveness check, check the history, write the results. It also
-// holds the named catalog and the suites.
+// Package scenario describes one run (a Spec) and resolves it once into
+// what the run needs (a Plan: the planned topology, the lock with its
+// options, the nemesis with its faults' options). It also holds a spec's
+// files (scenario files, the schedules given to a run) and the named
+// catalog. Package runner carries a Plan out.
 package scenario
 
 import (
@@ -19,6 +18,7 @@ import (
 	"github.com/lockharness/lockharness/access"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/internal/shell"
 	"github.com/lockharness/lockharness/internal/version"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
@@ -267,17 +267,9 @@ func (s Spec) Command() string {
 			}
 			return
 		}
-		parts = append(parts, "--"+f.Name, shellQuote(v))
+		parts = append(parts, "--"+f.Name, shell.Quote(v))
 	})
 	return strings.Join(parts, " ")
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:,+=/@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // DefaultName names a run after what it tests, in characters a directory
@@ -492,7 +484,7 @@ func (s Spec) Resolve() (Plan, error) {
 	if len(keys) > 0 {
 		p.FaultKey = p.Lock.StoreKey(keys[0])
 	}
-	p.FenceChecked = p.Resource.Database && resource.ChecksFence(writeFencing(s, p.Statement), p.Statement)
+	p.FenceChecked = p.Resource.Database && resource.ChecksFence(p.WriteFencing(), p.Statement)
 	return p, nil
 }
 

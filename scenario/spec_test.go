@@ -162,3 +162,17 @@ func TestLockProvenanceNamesOnlyWhatRan(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateNamesBadValues(t *testing.T) {
+	s := Defaults()
+	s.Lock, s.Nemesis, s.Clients = "nosuch", "partition,bogus", 0
+	err := s.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`unknown lock "nosuch" (valid: cad, del, fenced, naive, redislock, redlock, redsync, renew, rueidislock, wait, exec;`, `unknown nemesis "bogus"`, "clients must be at least 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/internal/testenv"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/scenario"
 )
 
@@ -21,11 +22,11 @@ func TestMain(m *testing.M) {
 
 // runOutcome carries out a run of s and checks that nothing it started is
 // left.
-func runOutcome(t *testing.T, s scenario.Spec) scenario.Outcome {
+func runOutcome(t *testing.T, s scenario.Spec) runner.Outcome {
 	t.Helper()
 	testenv.NeedRedis(t)
 	t.Cleanup(proc.KillAll)
-	out, err := scenario.RunSpec(context.Background(), s, scenario.Options{Store: t.TempDir(), WorkerBin: workerBin})
+	out, err := runner.RunSpec(context.Background(), s, runner.Options{Store: t.TempDir(), WorkerBin: workerBin})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -37,7 +38,7 @@ func runOutcome(t *testing.T, s scenario.Spec) scenario.Outcome {
 
 // runEntryOutcome runs a catalog row with seed and holds it to its
 // expectation.
-func runEntryOutcome(t *testing.T, name string, seed int64) scenario.Outcome {
+func runEntryOutcome(t *testing.T, name string, seed int64) runner.Outcome {
 	t.Helper()
 	e, err := scenario.Lookup(name)
 	if err != nil {

@@ -2,7 +2,7 @@
 // back (Recorded), replayed on its own schedule (ReplaySpec), and shrunk
 // to the smallest scenario that still finds its anomaly (Shrink,
 // ShrinkRecorded); explore's search for schedules that break a lock joins
-// it. It runs what it tries through scenario, as any run is run.
+// it. It runs what it tries through runner, as any run is run.
 package search
 
 import (

@@ -14,12 +14,13 @@ import (
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/internal/testenv"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/scenario"
 )
 
 // replays runs a recorded run's replay n times on one kept topology,
 // stopping each at the anomaly it looks for, and returns the outcomes.
-func replays(t *testing.T, dir string, n int) (Recorded, []scenario.Outcome) {
+func replays(t *testing.T, dir string, n int) (Recorded, []runner.Outcome) {
 	t.Helper()
 	rec, err := ReadRecorded(dir)
 	if err != nil {
@@ -34,13 +35,13 @@ func replays(t *testing.T, dir string, n int) (Recorded, []scenario.Outcome) {
 		t.Fatal(err)
 	}
 	t.Cleanup(proc.KillAll)
-	pool := scenario.NewTopologies()
+	pool := runner.NewTopologies()
 	defer pool.Close()
 	store := t.TempDir()
 	pool.Expect(plan, n, 1, store)
-	var outs []scenario.Outcome
+	var outs []runner.Outcome
 	for range n {
-		out, err := scenario.Run(context.Background(), plan, scenario.Options{Store: store, WorkerBin: workerBin, Reuse: pool, StopOn: rec.Kinds()})
+		out, err := runner.Run(context.Background(), plan, runner.Options{Store: store, WorkerBin: workerBin, Reuse: pool, StopOn: rec.Kinds()})
 		if err != nil {
 			t.Fatalf("replay: %v", err)
 		}
@@ -148,11 +149,11 @@ func TestShrinkAKilledNodesDoubleGrant(t *testing.T) {
 	if !ok {
 		t.Fatal("no time the double grant was evident")
 	}
-	pool := scenario.NewTopologies()
+	pool := runner.NewTopologies()
 	defer pool.Close()
 	store := t.TempDir()
-	try := func(ctx context.Context, s scenario.Spec) (scenario.Outcome, error) {
-		return scenario.RunSpec(ctx, s, scenario.Options{Store: store, WorkerBin: workerBin, Reuse: pool, StopOn: []string{kind}})
+	try := func(ctx context.Context, s scenario.Spec) (runner.Outcome, error) {
+		return runner.RunSpec(ctx, s, runner.Options{Store: store, WorkerBin: workerBin, Reuse: pool, StopOn: []string{kind}})
 	}
 	got := Shrink(context.Background(), from, evident, ShrinkOptions{Anomaly: kind, Tries: 3, Budget: 4 * time.Minute, Try: try, Log: t.Logf})
 	m := got.Minimal

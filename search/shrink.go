@@ -13,6 +13,7 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/scenario"
 )
 
@@ -46,7 +47,7 @@ type ShrinkOptions struct {
 	// last one's length would pass it.
 	Budget time.Duration
 	// Try runs a candidate once.
-	Try func(ctx context.Context, spec scenario.Spec) (scenario.Outcome, error)
+	Try func(ctx context.Context, spec scenario.Spec) (runner.Outcome, error)
 	// Log reports progress.
 	Log func(format string, args ...any)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/scenario"
 )
 
@@ -26,7 +27,7 @@ func TestShrinkFindsTheSmallestScenario(t *testing.T) {
 		{Fault: "partition:clients=1:for=2s", At: scenario.Duration(12 * time.Second)},
 	}
 	runs := 0
-	oracle := func(_ context.Context, s scenario.Spec) (scenario.Outcome, error) {
+	oracle := func(_ context.Context, s scenario.Spec) (runner.Outcome, error) {
 		runs++
 		if _, err := s.Resolve(); err != nil {
 			t.Fatalf("candidate does not resolve: %v", err)
@@ -46,7 +47,7 @@ func TestShrinkFindsTheSmallestScenario(t *testing.T) {
 		if kill && pause && s.Clients >= 3 {
 			res.Valid, res.Anomalies[checker.DoubleGrant] = checker.Invalid, 1
 		}
-		return scenario.Outcome{Dir: "run", Results: res}, nil
+		return runner.Outcome{Dir: "run", Results: res}, nil
 	}
 	got := Shrink(context.Background(), spec, 6*time.Second, ShrinkOptions{Anomaly: checker.DoubleGrant, Tries: 3, Budget: time.Hour, Try: oracle, Log: t.Logf})
 	m := got.Minimal
@@ -78,7 +79,7 @@ func TestShrinkFindsTheSmallestScenario(t *testing.T) {
 		t.Errorf("%d runs, %d kept runs, out of budget %v", runs, len(got.Runs), got.OutOfBudget)
 	}
 
-	slow := func(ctx context.Context, s scenario.Spec) (scenario.Outcome, error) {
+	slow := func(ctx context.Context, s scenario.Spec) (runner.Outcome, error) {
 		time.Sleep(20 * time.Millisecond)
 		return oracle(ctx, s)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/scenario"
 )
 
@@ -50,14 +51,14 @@ func ShrinkRecorded(ctx context.Context, rec Recorded, spec scenario.Spec, kind 
 	if slices.Contains(checker.OnlineAnomalies, kind) {
 		stopKinds = []string{kind}
 	}
-	pool := scenario.NewTopologies()
+	pool := runner.NewTopologies()
 	defer pool.Close()
-	try := func(ctx context.Context, s scenario.Spec) (scenario.Outcome, error) {
+	try := func(ctx context.Context, s scenario.Spec) (runner.Outcome, error) {
 		plan, err := s.Resolve()
 		if err != nil {
-			return scenario.Outcome{}, err
+			return runner.Outcome{}, err
 		}
-		return scenario.Run(ctx, plan, scenario.Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, StopOn: stopKinds, Reuse: pool, Progress: opt.Progress})
+		return runner.Run(ctx, plan, runner.Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, StopOn: stopKinds, Reuse: pool, Progress: opt.Progress})
 	}
 	shrunk := Shrink(ctx, spec, evident, ShrinkOptions{Anomaly: kind, Tries: opt.Tries, Budget: opt.Budget, Try: try, Log: opt.Log})
 	out := ShrunkRun{Shrunk: shrunk}

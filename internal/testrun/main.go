@@ -1,6 +1,6 @@
 // Command testrun runs the project's tests as `make test` does, in less
 // wall time: the packages whose tests mostly wait on real servers (the
-// scenario package's real Redis runs) are cut into shards, each a `go test`
+// runner package's real Redis runs) are cut into shards, each a `go test`
 // process of its own, run beside the other packages. A shard is its own
 // process, so the tests that kill every child they registered or count
 // what is left (internal/proc) see only their own shard's. The shards are
@@ -32,7 +32,7 @@ import (
 
 // sharded are the packages cut into shards: the ones whose tests are
 // long waits on real servers.
-var sharded = []string{"github.com/lockharness/lockharness/scenario", "github.com/lockharness/lockharness/search"}
+var sharded = []string{"github.com/lockharness/lockharness/scenario", "github.com/lockharness/lockharness/runner", "github.com/lockharness/lockharness/search"}
 
 func main() {
 	shards := flag.Int("shards", 3, "how many processes the sharded packages' tests are cut into")

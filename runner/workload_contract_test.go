@@ -1,4 +1,4 @@
-package scenario
+package runner
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/resource"
+	"github.com/lockharness/lockharness/scenario"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -77,7 +78,7 @@ func TestEveryWorkloadOnEveryResourceItDeclares(t *testing.T) {
 				}
 
 				s = spec("cad", "pause-client", 10*time.Second, 1)
-				s.Workload, s.Resource, s.Hold = wl.Name, name, Duration(300*time.Millisecond)
+				s.Workload, s.Resource, s.Hold = wl.Name, name, scenario.Duration(300*time.Millisecond)
 				out := runStopping(t, s, checker.ExpiredWrite)
 				wantAnomaly(t, out.Results, checker.ExpiredWrite)
 			})
@@ -87,7 +88,7 @@ func TestEveryWorkloadOnEveryResourceItDeclares(t *testing.T) {
 
 // runStopping is runOutcome for a run that ends as soon as an audit
 // during it is certain of the anomaly.
-func runStopping(t *testing.T, s Spec, anomaly string) Outcome {
+func runStopping(t *testing.T, s scenario.Spec, anomaly string) Outcome {
 	t.Helper()
 	needRedis(t)
 	t.Cleanup(proc.KillAll)
@@ -107,7 +108,7 @@ func runStopping(t *testing.T, s Spec, anomaly string) Outcome {
 func TestAWorkloadAddedInATestIsCheckedAndExplained(t *testing.T) {
 	needPostgres(t)
 	s := spec("cad", "pause-client", 10*time.Second, 1)
-	s.Workload, s.Hold = tally.Name, Duration(300*time.Millisecond)
+	s.Workload, s.Hold = tally.Name, scenario.Duration(300*time.Millisecond)
 	out := runStopping(t, s, checker.StaleWrite)
 	r := out.Results
 	wantAnomaly(t, r, checker.StaleWrite)

@@ -1,4 +1,4 @@
-package scenario
+package runner
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // ComparePlan lists a comparison's runs: every lock under every nemesis,
@@ -20,7 +21,7 @@ import (
 // base gives every other setting. A lock the registry lacks, a nemesis
 // that does not parse, or one the lock's topology cannot run is refused,
 // naming it.
-func ComparePlan(lockNames, nemeses []string, ttls []time.Duration, seeds int, base Spec, topologyGiven bool) ([]Planned, error) {
+func ComparePlan(lockNames, nemeses []string, ttls []time.Duration, seeds int, base scenario.Spec, topologyGiven bool) ([]Planned, error) {
 	if len(lockNames) == 0 || len(nemeses) == 0 {
 		return nil, fmt.Errorf("compare needs at least one lock and one nemesis, got locks %q and nemeses %q", lockNames, nemeses)
 	}
@@ -53,7 +54,7 @@ func ComparePlan(lockNames, nemeses []string, ttls []time.Duration, seeds int, b
 	for _, lock := range lockNames {
 		recipe, _, _ := strings.Cut(lock, ":")
 		r, err := locks.Lookup(recipe)
-		if err != nil && lock != ExecLock {
+		if err != nil && lock != scenario.ExecLock {
 			return nil, fmt.Errorf("--locks %q: %w", lock, err)
 		}
 		topology := base.Topology
@@ -74,7 +75,7 @@ func ComparePlan(lockNames, nemeses []string, ttls []time.Duration, seeds int, b
 			}
 			for _, ttl := range ttls {
 				s := base
-				s.Topology, s.Lock, s.Nemesis, s.TTL = topology, lock, nemesis, Duration(ttl)
+				s.Topology, s.Lock, s.Nemesis, s.TTL = topology, lock, nemesis, scenario.Duration(ttl)
 				row := lock + reports.CompareSep + nemesis
 				name := "compare-" + strings.NewReplacer(":", "-", "=", "-", "+", "-", ",", "-").Replace(lock+"-"+nemesis)
 				if len(ttls) > 1 {

@@ -1,13 +1,15 @@
-package scenario
+package runner
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockharness/lockharness/scenario"
 )
 
 func TestComparePlan(t *testing.T) {
-	plan, err := ComparePlan([]string{"cad", "redlock"}, []string{"pause-client"}, nil, 2, Defaults(), false)
+	plan, err := ComparePlan([]string{"cad", "redlock"}, []string{"pause-client"}, nil, 2, scenario.Defaults(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +26,7 @@ func TestComparePlan(t *testing.T) {
 			t.Errorf("row %q on %q, want %q", r, rows[r], top)
 		}
 	}
-	plan, err = ComparePlan([]string{"cad"}, []string{"none"}, []time.Duration{time.Second, 3 * time.Second}, 1, Defaults(), false)
+	plan, err = ComparePlan([]string{"cad"}, []string{"none"}, []time.Duration{time.Second, 3 * time.Second}, 1, scenario.Defaults(), false)
 	if err != nil || len(plan) != 2 || plan[1].Row != "cad × none · ttl 3s" || plan[1].Spec.TTL.D() != 3*time.Second {
 		t.Errorf("ttls: %v %+v", err, plan)
 	}
@@ -38,7 +40,7 @@ func TestComparePlan(t *testing.T) {
 		{[]string{"cad", "cad"}, []string{"none"}, "--locks names cad twice"},
 		{[]string{"cad"}, []string{"kill-node", "kill-node"}, "--nemesis names kill-node twice"},
 	} {
-		if _, err := ComparePlan(c.locks, c.nemeses, nil, 1, Defaults(), false); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := ComparePlan(c.locks, c.nemeses, nil, 1, scenario.Defaults(), false); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v × %v: error %v, want it to name %s", c.locks, c.nemeses, err, c.want)
 		}
 	}

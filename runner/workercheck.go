@@ -1,4 +1,4 @@
-package scenario
+package runner
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
-	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/resource"
+	"github.com/lockharness/lockharness/scenario"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -67,9 +67,9 @@ func CheckWorker(ctx context.Context, commandLine string, opt WorkerCheckOptions
 	if err != nil {
 		return ready, nil, err
 	}
-	topologies := lockTopologies(locks.Recipe{Needs: ready.Needs, Prefers: ready.Prefers}, ready)
-	if len(topologies) == 0 {
-		return ready, nil, fmt.Errorf("its ready line: %s", runsNowhere(ready.Needs))
+	topologies, err := scenario.WorkerTopologies(ready)
+	if err != nil {
+		return ready, nil, fmt.Errorf("its ready line: %v", err)
 	}
 	for _, t := range opt.Topologies {
 		if !slices.Contains(topologies, t) {

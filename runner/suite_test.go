@@ -1,7 +1,6 @@
-package scenario
+package runner
 
 import (
-	"bytes"
 	"context"
 	"math/rand"
 	"os"
@@ -11,17 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/examples/workers"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 func TestPlanSuite(t *testing.T) {
 	quick, err := PlanSuite("quick")
-	if err != nil || len(quick) != len(Catalog) {
-		t.Fatalf("quick: %d runs, %v; want one per catalog row (%d)", len(quick), err, len(Catalog))
+	if err != nil || len(quick) != len(scenario.Catalog) {
+		t.Fatalf("quick: %d runs, %v; want one per catalog row (%d)", len(quick), err, len(scenario.Catalog))
 	}
 	full, err := PlanSuite("full")
 	if err != nil {
@@ -36,8 +35,8 @@ func TestPlanSuite(t *testing.T) {
 			explore++
 		}
 	}
-	if len(full)-explore != 5*len(Catalog) || explore == 0 {
-		t.Errorf("full: %d catalog runs and %d randomised, want %d and some", len(full)-explore, explore, 5*len(Catalog))
+	if len(full)-explore != 5*len(scenario.Catalog) || explore == 0 {
+		t.Errorf("full: %d catalog runs and %d randomised, want %d and some", len(full)-explore, explore, 5*len(scenario.Catalog))
 	}
 	libs, err := PlanSuite("libs")
 	if err != nil {
@@ -129,7 +128,7 @@ func shortPlan(seeds int) []Planned {
 	for seed := 1; seed <= seeds; seed++ {
 		s := spec("cad", "none", 2*time.Second, int64(seed))
 		s.Name = "clean-short"
-		plan = append(plan, Planned{Row: "clean-short", Spec: s, Expect: &Expect{}})
+		plan = append(plan, Planned{Row: "clean-short", Spec: s, Expect: &scenario.Expect{}})
 	}
 	return plan
 }
@@ -186,28 +185,5 @@ func TestInterruptedSuiteLeavesAPartialReport(t *testing.T) {
 	page, _ := os.ReadFile(filepath.Join(dir, "index.html"))
 	if !strings.Contains(string(page), "INCOMPLETE") {
 		t.Errorf("the partial page does not say it is incomplete")
-	}
-}
-
-// A harness far from any checkout still runs the reference worker: the one
-// it carries is written out to the user's cache, once, and named by its
-// content.
-func TestRepoFileWritesOutTheReferenceWorker(t *testing.T) {
-	const rel = "examples/workers/redis_py_lock.py"
-	t.Chdir(t.TempDir())
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	p := repoFile(rel)
-	if p == rel || !strings.HasPrefix(p, os.Getenv("XDG_CACHE_HOME")) {
-		t.Fatalf("repoFile = %s, want a file under the cache", p)
-	}
-	b, err := os.ReadFile(p)
-	if err != nil || !bytes.Equal(b, workers.Files[rel]) {
-		t.Fatalf("%s: %v, or not the worker the binary carries", p, err)
-	}
-	if again := repoFile(rel); again != p {
-		t.Errorf("a second call wrote elsewhere: %s", again)
-	}
-	if got := repoFile("examples/workers/nosuch.py"); got != "examples/workers/nosuch.py" {
-		t.Errorf("a file nobody has: %s", got)
 	}
 }

@@ -1,4 +1,4 @@
-package scenario
+package runner
 
 import (
 	"context"
@@ -7,17 +7,19 @@ import (
 	"testing"
 	"time"
 
+	docker "github.com/moby/moby/client"
+
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
-	docker "github.com/moby/moby/client"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // onDocker moves a spec to the docker backend; the test skips only when no
 // Docker engine answers, and checks afterwards that no container of this
 // process is left.
-func onDocker(t *testing.T, s Spec) Spec {
+func onDocker(t *testing.T, s scenario.Spec) scenario.Spec {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: no containers")
@@ -41,7 +43,7 @@ func onDocker(t *testing.T, s Spec) Spec {
 
 func dockerEntry(t *testing.T, name string, seed int64) reports.Results {
 	t.Helper()
-	e, err := Lookup(name)
+	e, err := scenario.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}

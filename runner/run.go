@@ -1,4 +1,10 @@
-package scenario
+// Package runner carries out what package scenario describes: one run of
+// a resolved Plan (start the topology, the network and the workers, run the
+// seeded nemesis, close with a heal and a liveness check, check the
+// history, write the results), the topologies kept between runs, and what
+// is made of runs: suites, comparisons, and the check of an outside
+// worker.
+package runner
 
 import (
 	"cmp"
@@ -16,8 +22,10 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/shell"
 	"github.com/lockharness/lockharness/internal/version"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -67,7 +75,7 @@ const (
 )
 
 // RunSpec resolves a spec and runs it (Resolve, then Run).
-func RunSpec(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
+func RunSpec(ctx context.Context, spec scenario.Spec, opt Options) (Outcome, error) {
 	plan, err := spec.Resolve()
 	if err != nil {
 		return Outcome{}, err
@@ -80,7 +88,7 @@ func RunSpec(ctx context.Context, spec Spec, opt Options) (Outcome, error) {
 // (ctx cancelled) still stops everything, checks what it recorded and
 // writes results.json, with the verdict unknown. The error is for the
 // harness's own failures.
-func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
+func Run(ctx context.Context, plan scenario.Plan, opt Options) (Outcome, error) {
 	spec := plan.Spec
 	// What the run will say of itself is settled before it starts: its
 	// re-run command, its spec, the lock it tests.
@@ -88,7 +96,7 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	if opt.Store != "" && opt.Store != DefaultStore {
 		// The re-run lands beside this one, not in a store of the
 		// working directory's.
-		meta.Command += " --store " + shellQuote(opt.Store)
+		meta.Command += " --store " + shell.Quote(opt.Store)
 	}
 	prov := meta.Provenance
 	if l := prov.Lock; l.Library != "" {
@@ -98,7 +106,7 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	if len(spec.Schedule) > 0 {
 		// No flag holds a schedule: a file beside the run does.
 		var err error
-		if planned, err = encodePlanned(spec.Schedule); err != nil {
+		if planned, err = scenario.EncodePlanned(spec.Schedule); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -114,11 +122,11 @@ func Run(ctx context.Context, plan Plan, opt Options) (Outcome, error) {
 	}
 	out := Outcome{Dir: dir}
 	if planned != nil {
-		path := filepath.Join(dir, PlannedFile)
+		path := filepath.Join(dir, scenario.PlannedFile)
 		if err := os.WriteFile(path, planned, 0o644); err != nil {
 			return out, err
 		}
-		meta.Command += " --schedule " + shellQuote(path)
+		meta.Command += " --schedule " + shell.Quote(path)
 	}
 	logFile, err := os.Create(filepath.Join(dir, "harness.log"))
 	if err != nil {
@@ -222,7 +230,7 @@ type rig struct {
 // startRig starts the plan's topology, one link per client and node, and
 // the workers. On error, whatever started is stopped again; otherwise
 // close stops everything.
-func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any)) (r *rig, err error) {
+func startRig(ctx context.Context, plan scenario.Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any)) (r *rig, err error) {
 	spec := plan.Spec
 	r = &rig{how: "fresh"}
 	reuse := opt.Reuse
@@ -235,7 +243,7 @@ func startRig(ctx context.Context, plan Plan, opt Options, dir string, rec *hist
 			return r, err
 		}
 	}
-	launcher := workerLauncher(spec, workerBin)
+	launcher := spec.Launcher(workerBin)
 	k, how, topologyStarted := reuse.take(ctx, plan, logf)
 	if k != nil {
 		r.cl, r.net, r.kept, r.how = k.cl, k.net, k, how
@@ -340,7 +348,7 @@ type driven struct {
 // notes in prov which servers ran, and returns a real resource's final
 // rows, read once every client stopped (also when the run was
 // interrupted).
-func drive(ctx context.Context, plan Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any), prov *reports.Provenance, ran *driven) (tables *history.Tables, err error) {
+func drive(ctx context.Context, plan scenario.Plan, opt Options, dir string, rec *history.Recorder, logw io.Writer, logf func(string, ...any), prov *reports.Provenance, ran *driven) (tables *history.Tables, err error) {
 	spec := plan.Spec
 	where := spec.Backend + " backend"
 	if spec.Image != "" {

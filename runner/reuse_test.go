@@ -1,4 +1,4 @@
-package scenario
+package runner
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // TestReusedTopologyGivesTheFreshVerdict runs one catalog seed on a fresh
@@ -24,7 +25,7 @@ func TestReusedTopologyGivesTheFreshVerdict(t *testing.T) {
 	defer pool.Close()
 	run := func(name string) reports.Results {
 		t.Helper()
-		e, err := Lookup(name)
+		e, err := scenario.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func kinds(r reports.Results) map[string]bool {
 // its directory removed, while the one a run took stays.
 func TestSparesAreStartedAheadAndCleanedUp(t *testing.T) {
 	needRedis(t)
-	e, err := Lookup("clean-cad")
+	e, err := scenario.Lookup("clean-cad")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package scenario
+package runner
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // Topologies keeps the topologies runs have finished with, so that the
@@ -78,7 +79,7 @@ func NewTopologies() *Topologies {
 // it: a second or more of every such run. Spares no run took are stopped
 // and their directories removed at Close. Runs with a database never
 // reuse, and are not counted.
-func (t *Topologies) Expect(p Plan, runs, depth int, store string) {
+func (t *Topologies) Expect(p scenario.Plan, runs, depth int, store string) {
 	if t == nil || runs <= 0 || !usesUp(p) {
 		return
 	}
@@ -200,7 +201,7 @@ func (t *Topologies) startFresh(sh *spareShape) (*keptTopology, error) {
 // nil when none is kept, none could be reset and no spare is ready or
 // under way for it. started is to be called once the run's own topology
 // is up: it starts the spares of its start for the runs still to come.
-func (t *Topologies) take(ctx context.Context, p Plan, logf func(string, ...any)) (k *keptTopology, how string, started func()) {
+func (t *Topologies) take(ctx context.Context, p scenario.Plan, logf func(string, ...any)) (k *keptTopology, how string, started func()) {
 	if t == nil {
 		return nil, "", func() {}
 	}
@@ -223,7 +224,7 @@ func (t *Topologies) take(ctx context.Context, p Plan, logf func(string, ...any)
 
 // usesUp reports whether p's runs leave their topology unfit for the next
 // and so are counted for spares (Expect).
-func usesUp(p Plan) bool {
+func usesUp(p scenario.Plan) bool {
 	return p.Nemesis.MovesRoles() && !p.Resource.Database
 }
 

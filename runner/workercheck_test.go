@@ -1,14 +1,17 @@
-package scenario
+package runner
 
 import (
 	"context"
+	"errors"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 func checkWorker(t *testing.T, command string, topologies ...string) []WorkerSession {
@@ -86,7 +89,7 @@ p.stdin.close(); sys.exit(p.wait())' ` + workerBin + " worker --lock cad"
 func TestWorkerCheckTheReferenceWorker(t *testing.T) {
 	needRedisPy(t)
 	needPostgres(t)
-	sessions := checkWorker(t, RedisPyWorker)
+	sessions := checkWorker(t, scenario.RedisPyWorker)
 	var names []string
 	for _, s := range sessions {
 		names = append(names, s.Name())
@@ -99,4 +102,24 @@ func TestWorkerCheckTheReferenceWorker(t *testing.T) {
 			t.Errorf("%s: %q", s.Name(), s.Report.Problems)
 		}
 	}
+}
+
+// worker-check refuses, before any server starts, a topology the worker's
+// ready line does not announce, and a worker no topology serves.
+func TestWorkerCheckRefusesWhereTheReadyLineSaysNothing(t *testing.T) {
+	needy := readyWorker(`{"kind":"ready","protocol":1,"name":"needy","needs":["primary","replicas"],"unsupported":{"single":"WAIT needs a replica"}}`)
+	nowhere := readyWorker(`{"kind":"ready","protocol":1,"name":"nowhere","needs":["majorities","sentinels"]}`)
+	if _, _, err := CheckWorker(context.Background(), needy, WorkerCheckOptions{Topologies: []string{cluster.Single}, Stderr: io.Discard, Log: t.Logf}); !errors.Is(err, ErrNotAnnounced) ||
+		!strings.Contains(err.Error(), "--topology single: not a topology the worker announces (it runs on sentinel, cluster)") {
+		t.Errorf("worker-check of the needy worker on single: %v", err)
+	}
+	if _, _, err := CheckWorker(context.Background(), nowhere, WorkerCheckOptions{Stderr: io.Discard, Log: t.Logf}); err == nil ||
+		!strings.Contains(err.Error(), "its ready line: no topology offers all it needs: majorities, sentinels") {
+		t.Errorf("worker-check of a worker no topology serves: %v", err)
+	}
+}
+
+// readyWorker is a worker that announces ready and then does nothing.
+func readyWorker(ready string) string {
+	return "echo '" + ready + "'; cat >/dev/null"
 }

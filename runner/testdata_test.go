@@ -1,4 +1,4 @@
-package scenario
+package runner
 
 import (
 	"compress/gzip"
@@ -14,6 +14,7 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // TestRecordTestdata records one run of every catalog scenario (seed 1)
@@ -29,7 +30,7 @@ func TestRecordTestdata(t *testing.T) {
 	needRedis(t)
 	t.Cleanup(proc.KillAll)
 	names := strings.Split(which, ",")
-	for _, e := range Catalog {
+	for _, e := range scenario.Catalog {
 		if which != "1" && !slices.Contains(names, e.Name) {
 			continue
 		}

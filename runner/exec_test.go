@@ -1,4 +1,4 @@
-package scenario
+package runner
 
 import (
 	"context"
@@ -12,19 +12,27 @@ import (
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/resource"
+	"github.com/lockharness/lockharness/scenario"
 	"github.com/lockharness/lockharness/workloads"
 )
 
-func execSpecFor(workerCmd, nemesis string, limit time.Duration) Spec {
-	s := spec(ExecLock, nemesis, limit, 1)
+func execSpecFor(workerCmd, nemesis string, limit time.Duration) scenario.Spec {
+	s := spec(scenario.ExecLock, nemesis, limit, 1)
 	s.WorkerCmd = workerCmd
 	return s
+}
+
+// redisPyReady is the redis-py worker's ready line, read as Resolve reads
+// it (once per worker command).
+func redisPyReady() (workloads.Ready, error) {
+	p, err := execSpecFor(scenario.RedisPyWorker, "none", time.Second).Resolve()
+	return p.Worker, err
 }
 
 func needRedisPy(t *testing.T) {
 	t.Helper()
 	needRedis(t)
-	if _, err := probe(Spec{Lock: ExecLock, WorkerCmd: RedisPyWorker}); err != nil {
+	if _, err := redisPyReady(); err != nil {
 		t.Skipf("the redis-py worker does not start (Debian's python3-redis missing? run `make setup`): %v", err)
 	}
 }
@@ -34,28 +42,28 @@ func needRedisPy(t *testing.T) {
 func TestExecRedisPy(t *testing.T) {
 	needRedisPy(t)
 	t.Run("none", func(t *testing.T) {
-		r := run(t, execSpecFor(RedisPyWorker, "none", 4*time.Second))
+		r := run(t, execSpecFor(scenario.RedisPyWorker, "none", 4*time.Second))
 		wantValid(t, r)
 		if got := r.Stats["extend"].OK; got < 3 {
 			t.Errorf("extend ok = %d: the worker announced extend, so holders extend", got)
 		}
 		// The lock under test keeps the name it announced, and no Go
 		// library that did not run is named beside it.
-		if pr := r.Provenance; pr == nil || pr.Lock == nil || pr.Lock.Name != "redis-py-lock" || pr.Lock.Version == "" || pr.Lock.Worker != RedisPyWorker || len(pr.Libraries) != 0 {
+		if pr := r.Provenance; pr == nil || pr.Lock == nil || pr.Lock.Name != "redis-py-lock" || pr.Lock.Version == "" || pr.Lock.Worker != scenario.RedisPyWorker || len(pr.Libraries) != 0 {
 			t.Errorf("provenance %+v (lock %+v), want the worker's name and version, its command, and no libraries", pr, pr.Lock)
 		}
 	})
 	t.Run("pause-client", func(t *testing.T) {
-		wantAnomaly(t, run(t, execSpecFor(RedisPyWorker, "pause-client", 6*time.Second)), checker.StaleWrite)
+		wantAnomaly(t, run(t, execSpecFor(scenario.RedisPyWorker, "pause-client", 6*time.Second)), checker.StaleWrite)
 	})
 	// A team's Python service with its own database: redis-py's Lock, and
 	// the worker's own psycopg2 writes to the run's PostgreSQL.
 	t.Run("postgres", func(t *testing.T) {
 		needPostgres(t)
-		if r, _ := probe(Spec{Lock: ExecLock, WorkerCmd: RedisPyWorker}); !slices.Contains(r.Writes, resource.Postgres) {
+		if r, _ := redisPyReady(); !slices.Contains(r.Writes, resource.Postgres) {
 			t.Skip("the redis-py worker does not write to postgres (Debian's python3-psycopg2 missing? run `make setup`)")
 		}
-		s := execSpecFor(RedisPyWorker, "pause-client", 8*time.Second)
+		s := execSpecFor(scenario.RedisPyWorker, "pause-client", 8*time.Second)
 		s.Workload = "inventory"
 		r := run(t, s)
 		wantAnomaly(t, r, checker.StaleWrite)
@@ -64,11 +72,11 @@ func TestExecRedisPy(t *testing.T) {
 		}
 	})
 	t.Run("named after the worker", func(t *testing.T) {
-		p, err := execSpecFor(RedisPyWorker, "none", time.Second).Resolve()
+		p, err := execSpecFor(scenario.RedisPyWorker, "none", time.Second).Resolve()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Spec.Name != "single-redis-py-lock-none" || p.Spec.Lock != ExecLock {
+		if p.Spec.Name != "single-redis-py-lock-none" || p.Spec.Lock != scenario.ExecLock {
 			t.Errorf("name %q lock %q, want single-redis-py-lock-none and exec", p.Spec.Name, p.Spec.Lock)
 		}
 		if line := p.Line(); !strings.Contains(line, "lock redis-py-lock 4.") || !strings.Contains(line, " (exec)") {
@@ -80,20 +88,20 @@ func TestExecRedisPy(t *testing.T) {
 // What a worker cannot do is refused before the run, with the reason.
 func TestExecRefusals(t *testing.T) {
 	needRedisPy(t)
-	redlock := execSpecFor(RedisPyWorker, "none", time.Second)
+	redlock := execSpecFor(scenario.RedisPyWorker, "none", time.Second)
 	redlock.Topology = cluster.Redlock
-	onCluster := execSpecFor(RedisPyWorker, "none", time.Second)
+	onCluster := execSpecFor(scenario.RedisPyWorker, "none", time.Second)
 	onCluster.Topology = cluster.RedisCluster
-	tally := execSpecFor(RedisPyWorker, "none", time.Second)
+	tally := execSpecFor(scenario.RedisPyWorker, "none", time.Second)
 	tally.Workload = "test-tally"
 	cases := map[string]struct {
-		s    Spec
+		s    scenario.Spec
 		want string
 	}{
 		"topology the worker did not announce": {redlock, "unsupported topology: lock worker redis-py-lock does not run on topology redlock (it runs on single, sentinel)"},
 		"and why, where it says":               {onCluster, "the addresses the nodes announce and takes no function to map them (address_remap came in redis-py 4.6)"},
 		"exec without a command":               {execSpecFor("", "none", time.Second), "lock exec needs --worker-cmd"},
-		"a command without exec":               {func() Spec { s := spec("cad", "none", time.Second, 1); s.WorkerCmd = "x"; return s }(), "goes with --lock exec, not --lock cad"},
+		"a command without exec":               {func() scenario.Spec { s := spec("cad", "none", time.Second, 1); s.WorkerCmd = "x"; return s }(), "goes with --lock exec, not --lock cad"},
 		"another protocol": {execSpecFor(`echo '{"kind":"ready","protocol":2,"name":"future"}'; cat >/dev/null`, "none", time.Second),
 			"it speaks worker protocol 2; this harness speaks protocol 1"},
 		"no such program":                      {execSpecFor("/nonexistent/worker", "none", time.Second), "exited before its ready line"},
@@ -137,9 +145,9 @@ func TestExecFatalIsAHarnessError(t *testing.T) {
 // its ready line saying so.
 func TestRenewalsTheHarnessCannotSee(t *testing.T) {
 	needRedis(t)
-	long := func(workerCmd string) Spec {
+	long := func(workerCmd string) scenario.Spec {
 		s := execSpecFor(workerCmd, "none", 6*time.Second)
-		s.Hold = Duration(2500 * time.Millisecond)
+		s.Hold = scenario.Duration(2500 * time.Millisecond)
 		return s
 	}
 	builtin := workerBin + " worker --lock renew"
@@ -169,20 +177,20 @@ func TestRenewalsTheHarnessCannotSee(t *testing.T) {
 // error, never as a verdict.
 func TestAuthAndTLS(t *testing.T) {
 	needRedisPy(t)
-	secure := func(s Spec) Spec { s.Auth, s.TLS = true, true; return s }
+	secure := func(s scenario.Spec) scenario.Spec { s.Auth, s.TLS = true, true; return s }
 	t.Run("cad", func(t *testing.T) {
 		wantValid(t, run(t, secure(spec("cad", "none", 3*time.Second, 1))))
 	})
 	t.Run("redlock", func(t *testing.T) {
 		s := secure(spec("redlock", "none", 3*time.Second, 1))
-		s.Topology, s.TTL = cluster.Redlock, Duration(2*time.Second)
+		s.Topology, s.TTL = cluster.Redlock, scenario.Duration(2*time.Second)
 		wantValid(t, run(t, s))
 	})
 	t.Run("redis-py", func(t *testing.T) {
-		wantValid(t, run(t, secure(execSpecFor(RedisPyWorker, "none", 3*time.Second))))
+		wantValid(t, run(t, secure(execSpecFor(scenario.RedisPyWorker, "none", 3*time.Second))))
 	})
 	wrongPassword := `sed -u 's/"password":"[^"]*"/"password":"wrong"/' | `
-	for name, worker := range map[string]string{"wrong password, built-in": workerBin + " worker --lock cad", "wrong password, redis-py": RedisPyWorker} {
+	for name, worker := range map[string]string{"wrong password, built-in": workerBin + " worker --lock cad", "wrong password, redis-py": scenario.RedisPyWorker} {
 		t.Run(name, func(t *testing.T) {
 			t.Cleanup(proc.KillAll)
 			s := execSpecFor(wrongPassword+worker, "none", 10*time.Second)

@@ -1,4 +1,4 @@
-package scenario
+package runner
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/resource"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // The registries' contract, over every entry with no skips by name: every
@@ -58,8 +59,8 @@ func TestEveryFaultAppliesRecordsAndHeals(t *testing.T) {
 			if len(list) == 0 {
 				t.Skipf("no fault is available on %s", topology)
 			}
-			s := Defaults()
-			s.Topology, s.Nemesis, s.TTL, s.Clients, s.Seed = topology, strings.Join(list, ","), Duration(time.Second), 3, 1
+			s := scenario.Defaults()
+			s.Topology, s.Nemesis, s.TTL, s.Clients, s.Seed = topology, strings.Join(list, ","), scenario.Duration(time.Second), 3, 1
 			s.Lock = recipeFor(t, planned.Shape())
 			if noDatabase == nil {
 				s.Workload = "inventory"
@@ -198,7 +199,7 @@ func startTargetSentinel(t *testing.T) string {
 
 // startTestRig starts a run's topology and clients for a test, and stops
 // them when the test ends.
-func startTestRig(t *testing.T, plan Plan) (*rig, *history.Recorder) {
+func startTestRig(t *testing.T, plan scenario.Plan) (*rig, *history.Recorder) {
 	t.Helper()
 	t.Cleanup(proc.KillAll)
 	// What the test started itself (a stand-in target) is not the rig's.

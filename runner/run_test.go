@@ -1,4 +1,4 @@
-package scenario
+package runner
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/internal/testenv"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // workerBin is what every client's worker runs from in these tests: this
@@ -69,21 +69,21 @@ func needSentinel(t *testing.T) {
 	testenv.NeedSentinel(t)
 }
 
-func spec(lock, nemesis string, limit time.Duration, seed int64) Spec {
-	s := Defaults()
-	s.Lock, s.Nemesis, s.TimeLimit, s.Seed = lock, nemesis, Duration(limit), seed
-	s.TTL = Duration(time.Second)
+func spec(lock, nemesis string, limit time.Duration, seed int64) scenario.Spec {
+	s := scenario.Defaults()
+	s.Lock, s.Nemesis, s.TimeLimit, s.Seed = lock, nemesis, scenario.Duration(limit), seed
+	s.TTL = scenario.Duration(time.Second)
 	return s
 }
 
 // run carries out a run and checks that nothing it started is left.
-func run(t *testing.T, s Spec) reports.Results {
+func run(t *testing.T, s scenario.Spec) reports.Results {
 	t.Helper()
 	return runOutcome(t, s).Results
 }
 
 // runOutcome is run, with where the run was written.
-func runOutcome(t *testing.T, s Spec) Outcome {
+func runOutcome(t *testing.T, s scenario.Spec) Outcome {
 	t.Helper()
 	needRedis(t)
 	t.Cleanup(proc.KillAll)
@@ -135,7 +135,7 @@ func TestCleanRunIsValid(t *testing.T) {
 // and 4 writes, a write every 150 ms, then the release at 600 ms.
 func TestWritesThroughTheHold(t *testing.T) {
 	s := spec("cad", "none", 6*time.Second, 1)
-	s.Writes, s.Hold = 4, Duration(600*time.Millisecond)
+	s.Writes, s.Hold = 4, scenario.Duration(600*time.Millisecond)
 	out := runOutcome(t, s)
 	wantValid(t, out.Results)
 	events, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
@@ -213,7 +213,7 @@ func TestPauseClient(t *testing.T) {
 func TestRueidislockHoldsPastItsTTL(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
 		s := spec("rueidislock", "none", 6*time.Second, 1)
-		s.Hold = Duration(2500 * time.Millisecond)
+		s.Hold = scenario.Duration(2500 * time.Millisecond)
 		out := runOutcome(t, s)
 		r := out.Results
 		wantValid(t, r)
@@ -324,25 +324,11 @@ func TestInterruptStopsEverything(t *testing.T) {
 	}
 }
 
-func TestValidateNamesBadValues(t *testing.T) {
-	s := Defaults()
-	s.Lock, s.Nemesis, s.Clients = "nosuch", "partition,bogus", 0
-	err := s.Validate()
-	if err == nil {
-		t.Fatal("no error")
-	}
-	for _, want := range []string{`unknown lock "nosuch" (valid: cad, del, fenced, naive, redislock, redlock, redsync, renew, rueidislock, wait, exec;`, `unknown nemesis "bogus"`, "clients must be at least 1"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
-		}
-	}
-}
-
 // entrySpec is a spec as the catalog's rows write theirs.
-func entrySpec(topology, lock, nemesis string, ttl, hold, limit time.Duration) Spec {
-	s := Defaults()
+func entrySpec(topology, lock, nemesis string, ttl, hold, limit time.Duration) scenario.Spec {
+	s := scenario.Defaults()
 	s.Topology, s.Lock, s.Nemesis = topology, lock, nemesis
-	s.TTL, s.Hold, s.TimeLimit = Duration(ttl), Duration(hold), Duration(limit)
+	s.TTL, s.Hold, s.TimeLimit = scenario.Duration(ttl), scenario.Duration(hold), scenario.Duration(limit)
 	return s
 }
 

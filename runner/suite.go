@@ -1,14 +1,10 @@
-package scenario
+package runner
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,20 +12,20 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/examples/workers"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // Planned is one run of a suite: a row of the matrix and its spec, with
 // the catalog's expectation, or none for a randomised run.
 type Planned struct {
 	Row    string
-	Spec   Spec
-	Expect *Expect
+	Spec   scenario.Spec
+	Expect *scenario.Expect
 	// plan is Spec resolved (ResolveSuite), or nil until then.
-	plan *Plan
+	plan *scenario.Plan
 	// order is the place of the run's row in the suite (PlanSuite).
 	order int
 }
@@ -50,7 +46,7 @@ func ResolveSuite(ps []Planned) error {
 
 // Resolved is the planned run's spec with its defaults filled in, once
 // ResolveSuite resolved it; until then, the spec as planned.
-func (p Planned) Resolved() Spec {
+func (p Planned) Resolved() scenario.Spec {
 	if p.plan == nil {
 		return p.Spec
 	}
@@ -59,7 +55,7 @@ func (p Planned) Resolved() Spec {
 
 // SeedRuns is a one-row suite: entry's run for seeds seeds from first,
 // each against its expectation, as `harness repro` runs it.
-func SeedRuns(e Entry, seeds int, first int64) []Planned {
+func SeedRuns(e scenario.Entry, seeds int, first int64) []Planned {
 	var out []Planned
 	for i := range seeds {
 		s := e.Spec
@@ -93,12 +89,12 @@ func PlanSuite(name string) ([]Planned, error) {
 	return plan, nil
 }
 
-func catalogRuns(seeds int) []Planned { return entryRuns(Catalog, seeds) }
+func catalogRuns(seeds int) []Planned { return entryRuns(scenario.Catalog, seeds) }
 
 // PlanDir lists the runs of the scenario files in dir (ReadScenarioDir):
 // each once, seed 1, against its expectation.
 func PlanDir(dir string) ([]Planned, error) {
-	entries, err := ReadScenarioDir(dir)
+	entries, err := scenario.ReadScenarioDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +104,7 @@ func PlanDir(dir string) ([]Planned, error) {
 }
 
 // entryRuns is every entry for seeds 1 to seeds, against its expectation.
-func entryRuns(entries []Entry, seeds int) []Planned {
+func entryRuns(entries []scenario.Entry, seeds int) []Planned {
 	var out []Planned
 	for _, e := range entries {
 		for seed := 1; seed <= seeds; seed++ {
@@ -147,9 +143,9 @@ func randomRuns(seeds int) []Planned {
 			}
 			rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 			mix := strings.Join(names[:2+rng.Intn(2)], ",")
-			s := Defaults()
+			s := scenario.Defaults()
 			s.Topology, s.Lock, s.Nemesis = topology, r.Name, mix
-			s.TimeLimit = Duration(12 * time.Second)
+			s.TimeLimit = scenario.Duration(12 * time.Second)
 			row := fmt.Sprintf("random-%s-%s", topology, r.Name)
 			s.Name = row
 			for seed := 1; seed <= seeds; seed++ {
@@ -218,79 +214,7 @@ type outsideLibrary struct{ name, topology, workerCmd string }
 // outsideLibraries are the reference workers in examples/workers; their
 // paths are relative to the repository's root, where suites run.
 var outsideLibraries = []outsideLibrary{
-	{"redis-py-lock", cluster.Single, RedisPyWorker},
-}
-
-// RedisPyWorker runs redis-py's own redis.lock.Lock as a worker. It needs
-// Debian's python3-redis, which only Debian's python3 imports.
-var RedisPyWorker = "/usr/bin/python3 " + shellQuote(repoFile("examples/workers/redis_py_lock.py"))
-
-// repoFile finds a file of the repository (a reference worker) from
-// wherever the harness runs: the working directory or one above it (a
-// package's tests), or the checkout the binary was built into (bin/harness);
-// failing those, a reference worker the binary carries (workers.Files) is
-// written out once to the user's cache and run from there, so that a
-// harness installed far from any checkout runs the catalog's rows. It
-// returns rel itself when none has it.
-func repoFile(rel string) string {
-	var roots []string
-	if wd, err := os.Getwd(); err == nil {
-		roots = append(roots, wd, filepath.Dir(wd))
-	}
-	if exe, err := os.Executable(); err == nil {
-		roots = append(roots, filepath.Dir(filepath.Dir(exe)))
-	}
-	for _, root := range roots {
-		if p := filepath.Join(root, rel); fileExists(p) {
-			return p
-		}
-	}
-	if data, ok := workers.Files[rel]; ok {
-		if p, err := writeOut(rel, data); err == nil {
-			return p
-		}
-	}
-	return rel
-}
-
-// writeOut writes a file the binary carries under the user's cache (the
-// temporary directory without one), named by its content, and returns its
-// path: runs at once write the same bytes, and a rename makes each write
-// whole.
-func writeOut(rel string, data []byte) (string, error) {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		dir = os.TempDir()
-	}
-	sum := sha256.Sum256(data)
-	dir = filepath.Join(dir, "lockharness", "workers", hex.EncodeToString(sum[:6]))
-	p := filepath.Join(dir, filepath.Base(rel))
-	if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, data) {
-		return p, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp(dir, ".write-*")
-	if err != nil {
-		return "", err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	tmp.Close()
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	return p, nil
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
+	{"redis-py-lock", cluster.Single, scenario.RedisPyWorker},
 }
 
 // libraryRuns is the libs scorecard: every library recipe (Recipe.Library)
@@ -310,15 +234,15 @@ func libraryRuns(seeds int) []Planned {
 		}
 	}
 	for _, o := range outsideLibraries {
-		libs = append(libs, library{o.name, o.topology, ExecLock, o.workerCmd})
+		libs = append(libs, library{o.name, o.topology, scenario.ExecLock, o.workerCmd})
 	}
 	var out []Planned
 	add := func(lib library, cl *cluster.Cluster, nemesis string, long bool) {
 		if f, ok := faults.Lookup(nemesis); ok && f.Available(cl) != nil {
 			return // failover only where the topology has one
 		}
-		s := Defaults()
-		s.Topology, s.Lock, s.WorkerCmd, s.Nemesis, s.TTL = cl.Topology, lib.lock, lib.workerCmd, nemesis, Duration(time.Second)
+		s := scenario.Defaults()
+		s.Topology, s.Lock, s.WorkerCmd, s.Nemesis, s.TTL = cl.Topology, lib.lock, lib.workerCmd, nemesis, scenario.Duration(time.Second)
 		row, name := lib.name+" × "+nemesis, "libs-"+lib.name+"-"+nemesis
 		if cl.Topology != lib.topology {
 			row, name = lib.name+" on "+cl.Topology+" × "+nemesis, "libs-"+lib.name+"-"+cl.Topology+"-"+nemesis
@@ -326,8 +250,8 @@ func libraryRuns(seeds int) []Planned {
 		if long {
 			// Real critical sections write as they go: a lease lost
 			// mid-hold is judged at the next write.
-			s.Hold, s.Writes = Duration(longHold*float64(s.TTL)), longHoldWrites
-			s.TimeLimit = Duration(12 * time.Second)
+			s.Hold, s.Writes = scenario.Duration(longHold*float64(s.TTL)), longHoldWrites
+			s.TimeLimit = scenario.Duration(12 * time.Second)
 			row, name = row+" · long hold", name+"-long"
 		}
 		s.Name = name
@@ -335,7 +259,7 @@ func libraryRuns(seeds int) []Planned {
 			s.Seed = int64(seed)
 			p := Planned{Row: row, Spec: s}
 			if nemesis == faults.None {
-				p.Expect = &Expect{}
+				p.Expect = &scenario.Expect{}
 			}
 			out = append(out, p)
 		}
@@ -455,7 +379,7 @@ func longestFirst(plan []Planned, stopEarly bool) []int {
 // to say where from), and its outcome in a few words for progress lines:
 // interrupted, a harness error, explored (no expectation), met, or MISSED
 // and why.
-func Cell(ctx context.Context, seed int64, took time.Duration, out Outcome, err error, expect *Expect) (reports.SuiteCell, string) {
+func Cell(ctx context.Context, seed int64, took time.Duration, out Outcome, err error, expect *scenario.Expect) (reports.SuiteCell, string) {
 	cell := reports.SuiteCell{Seed: seed, Seconds: took.Seconds()}
 	switch {
 	case ctx.Err() != nil:

@@ -1,4 +1,4 @@
-package scenario
+package runner
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/scenario"
 )
 
 // stall is a fault written here, as a contributor would add one: one value
@@ -58,7 +59,7 @@ func TestAFaultAddedInATestIsRunDrawnAndExplained(t *testing.T) {
 		t.Fatalf("the added fault is not parsed: %v", err)
 	}
 	s := spec("cad", "test-stall", 6*time.Second, 1)
-	s.Hold = Duration(300 * time.Millisecond)
+	s.Hold = scenario.Duration(300 * time.Millisecond)
 	out := runOutcome(t, s)
 	r := out.Results
 	if r.Faults["test-stall"] < 1 || r.Anomalies[checker.StaleWrite] < 1 {
