@@ -13,19 +13,19 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/proc"
-	"github.com/lockharness/lockharness/internal/testenv"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/runner/runtest"
 	"github.com/lockharness/lockharness/scenario"
 )
 
 // workerBin is what every client's worker runs from in these tests: this
-// test binary itself, in the worker's role (testenv.ServeWorker), so that
+// test binary itself, in the worker's role (runtest.ServeWorker), so that
 // workloads and recipes the tests register are the workers' too, as they
 // would be in a harness built with them.
 var workerBin string
 
 func TestMain(m *testing.M) {
-	workerBin = testenv.ServeWorker()
+	workerBin = runtest.ServeWorker()
 	code := m.Run()
 	if harnessDir != "" {
 		os.RemoveAll(harnessDir)
@@ -61,12 +61,12 @@ var (
 
 func needRedis(t *testing.T) {
 	t.Helper()
-	testenv.NeedRedis(t)
+	runtest.NeedRedis(t)
 }
 
 func needSentinel(t *testing.T) {
 	t.Helper()
-	testenv.NeedSentinel(t)
+	runtest.NeedSentinel(t)
 }
 
 func spec(lock, nemesis string, limit time.Duration, seed int64) scenario.Spec {

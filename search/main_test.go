@@ -7,16 +7,16 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/internal/proc"
-	"github.com/lockharness/lockharness/internal/testenv"
 	"github.com/lockharness/lockharness/runner"
+	"github.com/lockharness/lockharness/runner/runtest"
 	"github.com/lockharness/lockharness/scenario"
 )
 
-// workerBin is this test binary in the worker's role (testenv).
+// workerBin is this test binary in the worker's role (runtest).
 var workerBin string
 
 func TestMain(m *testing.M) {
-	workerBin = testenv.ServeWorker()
+	workerBin = runtest.ServeWorker()
 	os.Exit(m.Run())
 }
 
@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 // left.
 func runOutcome(t *testing.T, s scenario.Spec) runner.Outcome {
 	t.Helper()
-	testenv.NeedRedis(t)
+	runtest.NeedRedis(t)
 	t.Cleanup(proc.KillAll)
 	out, err := runner.RunSpec(context.Background(), s, runner.Options{Store: t.TempDir(), WorkerBin: workerBin})
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/internal/proc"
-	"github.com/lockharness/lockharness/internal/testenv"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/runner"
+	"github.com/lockharness/lockharness/runner/runtest"
 	"github.com/lockharness/lockharness/scenario"
 )
 
@@ -54,7 +54,7 @@ func replays(t *testing.T, dir string, n int) (Recorded, []runner.Outcome) {
 // the same cut, on the primary, for as long, as long after a grant, with
 // the same clients cut off (the holder spared).
 func TestReplayBringsTheDoubleGrantBack(t *testing.T) {
-	testenv.NeedSentinel(t)
+	runtest.NeedSentinel(t)
 	orig := runEntryOutcome(t, "failover-double-grant", 2)
 	rec, outs := replays(t, orig.Dir, 5)
 	came := 0
@@ -104,7 +104,7 @@ func TestReplayBringsTheDoubleGrantBack(t *testing.T) {
 // A safe run replayed is safe again: a replay raises no alarm its run
 // did not.
 func TestReplayOfASafeRunIsSafe(t *testing.T) {
-	testenv.NeedRedis(t)
+	runtest.NeedRedis(t)
 	orig := runEntryOutcome(t, "gc-pause-fenced", 1)
 	rec, outs := replays(t, orig.Dir, 1)
 	if len(rec.Followed.Faults) == 0 {
@@ -130,7 +130,7 @@ func TestReplayOfASafeRunIsSafe(t *testing.T) {
 // for 20 s shrink to at most two faults and three clients that find the
 // double grant 3 of 3 times, within the budget.
 func TestShrinkAKilledNodesDoubleGrant(t *testing.T) {
-	testenv.NeedRedis(t)
+	runtest.NeedRedis(t)
 	s := spec("cad", "partition,pause-client,kill-node", 20*time.Second, 11)
 	s.Clients, s.TTL = 6, scenario.Duration(2*time.Second)
 	orig := runOutcome(t, s)

@@ -32,7 +32,7 @@ import (
 
 // sharded are the packages cut into shards: the ones whose tests are
 // long waits on real servers.
-var sharded = []string{"github.com/lockharness/lockharness/scenario", "github.com/lockharness/lockharness/runner", "github.com/lockharness/lockharness/search"}
+var sharded = []string{"github.com/lockharness/lockharness/runner", "github.com/lockharness/lockharness/search"}
 
 func main() {
 	shards := flag.Int("shards", 3, "how many processes the sharded packages' tests are cut into")

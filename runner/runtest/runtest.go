@@ -1,8 +1,8 @@
-// Package testenv is what the tests that run real servers share: the
+// Package runtest is what the tests that run real servers share: the
 // test binary in the role of the built-in worker, so that what a test
 // registers (a workload, a recipe) is its workers' too, and the skips for a
 // machine without the servers.
-package testenv
+package runtest
 
 import (
 	"flag"
