@@ -13,6 +13,7 @@ import (
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/internal/options"
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/scenario"
 )
@@ -99,5 +100,49 @@ func TestAFaultAddedInATestIsRunDrawnAndExplained(t *testing.T) {
 		return strings.Contains(c, "was frozen at before-write for 2s (test-stall, ")
 	}) {
 		t.Errorf("no stale write's causes tell the added fault from its facts: %q", told)
+	}
+}
+
+// testCAD is a recipe added here, as a program built on the harness adds
+// one: a value and one Register line. It is the harness's cad under a name
+// of its own, registered for this test binary, whose workers are the
+// binary itself (runtest.ServeWorker): the contract test
+// (TestEveryRecipeRunsCleanEverywhereItRuns) runs it everywhere it runs.
+var testCAD = func() locks.Recipe {
+	r, err := locks.Lookup("cad")
+	if err != nil {
+		panic(err)
+	}
+	r.Name, r.Summary = "test-cad", "the harness's cad under a name of this test's"
+	return r
+}()
+
+var testCADRegistered = locks.Register(testCAD)
+
+// The added recipe runs and is judged as any: a holder frozen past its
+// TTL writes stale data, caught and told with the recipe's own name.
+func TestARecipeAddedInATestRunsAndIsCaught(t *testing.T) {
+	if testCADRegistered != nil {
+		t.Fatalf("the test's recipe was refused: %v", testCADRegistered)
+	}
+	s := spec(testCAD.Name, "pause-client", 10*time.Second, 1)
+	s.Hold = scenario.Duration(300 * time.Millisecond)
+	out := runOutcome(t, s)
+	wantAnomaly(t, out.Results, checker.StaleWrite)
+	if lock := out.Results.Provenance.Lock; lock == nil || lock.Name != testCAD.Name {
+		t.Errorf("results.json names the lock %+v, want %s", lock, testCAD.Name)
+	}
+	events, err := history.ReadFile(history.InDir(out.Dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	for _, f := range out.Results.Checker.Findings {
+		if f.Anomaly == checker.StaleWrite {
+			told = append(told, reports.Causes(events, f)...)
+		}
+	}
+	if !slices.ContainsFunc(told, func(c string) bool { return strings.Contains(c, "was frozen") }) {
+		t.Errorf("no stale write's causes tell the frozen holder: %q", told)
 	}
 }
