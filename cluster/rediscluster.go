@@ -525,20 +525,13 @@ func clusterFailover(ctx context.Context, c *Cluster, key, mode string) error {
 
 // linkedToPrimary waits until replica r's link to its primary is up.
 func (c *Cluster) linkedToPrimary(ctx context.Context, r Node, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
+	return c.waitCluster(ctx, within, func(ctx context.Context) error {
 		repl, err := c.infoFields(ctx, r, "INFO", "replication")
-		if err == nil && repl["master_link_status"] == "up" {
-			return nil
-		}
-		if err == nil {
+		if err == nil && repl["master_link_status"] != "up" {
 			err = fmt.Errorf("%s's link to its primary is %s after %v: a plain CLUSTER FAILOVER would not be taken up", r.Name(), repl["master_link_status"], within)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // replicaOf is a reachable replica of primary p, as p's peers see it.

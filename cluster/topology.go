@@ -178,11 +178,13 @@ func (c *Cluster) Can(want Capability) error {
 
 // Lacking lists the capabilities in needs that the topology does not
 // offer: none when a recipe that needs them runs on it.
-func (c *Cluster) Lacking(needs []Capability) []Capability {
+func (c *Cluster) Lacking(needs []Capability) []Capability { return lacking(c.top, needs) }
+
+func lacking(t *topology, caps []Capability) []Capability {
 	var out []Capability
-	for _, n := range needs {
-		if !slices.Contains(c.top.has, n) {
-			out = append(out, n)
+	for _, c := range caps {
+		if !slices.Contains(t.has, c) {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -210,14 +212,7 @@ func Offering(needs, prefers []Capability) []string {
 	return append(first, then...)
 }
 
-func offers(t *topology, caps []Capability) bool {
-	for _, c := range caps {
-		if !slices.Contains(t.has, c) {
-			return false
-		}
-	}
-	return true
-}
+func offers(t *topology, caps []Capability) bool { return len(lacking(t, caps)) == 0 }
 
 // Persistence is how the nodes keep their data across a restart
 // (PersistNone, PersistAOFAlways).

@@ -53,13 +53,23 @@ func TestAddedFaultAndRecipeAreListed(t *testing.T) {
 			t.Errorf("harness list lacks %q", want)
 		}
 	}
+	faultLines, recipeLines := 0, 0
 	for _, line := range strings.Split(stdout.String(), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "test-stall") && (!strings.Contains(line, "single") || strings.Contains(line, "target,")) {
-			t.Errorf("the added fault's line does not say where it applies (node-control: not on a target): %q", line)
+		if strings.HasPrefix(strings.TrimSpace(line), "test-stall") {
+			faultLines++
+			if !strings.Contains(line, "single") || strings.Contains(line, "target,") {
+				t.Errorf("the added fault's line does not say where it applies (node-control: not on a target): %q", line)
+			}
 		}
-		if fields := strings.Fields(line); len(fields) > 2 && fields[0] == "test-lock" && (fields[1] != "single,sentinel,cluster" || fields[2] != "primary") {
-			t.Errorf("the added recipe's line does not say where it runs (where a primary is offered) and what it needs: %q", line)
+		if fields := strings.Fields(line); len(fields) > 0 && fields[0] == "test-lock" {
+			recipeLines++
+			if len(fields) < 3 || fields[1] != "single,sentinel,cluster" || fields[2] != "primary" {
+				t.Errorf("the added recipe's line does not say where it runs (where a primary is offered) and what it needs: %q", line)
+			}
 		}
+	}
+	if faultLines != 1 || recipeLines != 1 {
+		t.Errorf("harness list has %d lines for the added fault and %d for the added recipe, want 1 each", faultLines, recipeLines)
 	}
 	stdout.Reset()
 	stderr.Reset()

@@ -1,11 +1,7 @@
 package harness
 
 import (
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -23,11 +19,5 @@ func cmdWorker(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return fs.fail(stderr, "unexpected argument %q", pos[0])
 	}
-	// A worker is a child of the harness; Ctrl-C is the harness's to handle.
-	signal.Ignore(syscall.SIGINT)
-	if err := workloads.RunWorker(os.Stdin, os.Stdout, cfg); err != nil {
-		fmt.Fprintf(stderr, "worker: %v\n", err)
-		return exitHarness
-	}
-	return 0
+	return workloads.ServeWorker(cfg, stderr)
 }

@@ -198,3 +198,16 @@ func legacyProbe(detail string, f *Facts) {
 		f.Copies = append(f.Copies, c)
 	}
 }
+
+// upgradeTables gives the tables of a run recorded before they named their
+// table and audits (the inventory's and the jobs') what their workload
+// declared then: like legacyFacts, the one place that reads a workload's
+// name for its meaning.
+func upgradeTables(t *Tables) {
+	switch t.Workload {
+	case "inventory":
+		t.Table, t.Audits = "ledger", []string{AuditLedger}
+	case "jobs":
+		t.Table, t.Audits = "done", []string{AuditDuplicates}
+	}
+}

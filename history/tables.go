@@ -153,15 +153,3 @@ func ReadTables(dir string) (*Tables, error) {
 	}
 	return &t, nil
 }
-
-// upgradeTables gives the tables of a run recorded before they named their
-// table and audits (the inventory's and the jobs') what their workload
-// declared then.
-func upgradeTables(t *Tables) {
-	switch t.Workload {
-	case "inventory":
-		t.Table, t.Audits = "ledger", []string{AuditLedger}
-	case "jobs":
-		t.Table, t.Audits = "done", []string{AuditDuplicates}
-	}
-}

@@ -16,9 +16,10 @@ import (
 // were prepared with, and each client slot's way to it, as its hello names
 // it.
 type database struct {
-	srv    *resource.Server
-	setup  workloads.Setup
-	hellos []*workloads.Database
+	srv      *resource.Server
+	workload workloads.Workload
+	setup    workloads.Setup
+	hellos   []*workloads.Database
 }
 
 // startDatabase starts the run's database in dir, creates its workload's
@@ -30,7 +31,7 @@ func startDatabase(ctx context.Context, p scenario.Plan, dir string, net *faults
 		return nil, err
 	}
 	s := p.Spec
-	db := &database{srv: srv, setup: workloads.Setup{Keys: p.Keys, Idempotent: s.Idempotent}}
+	db := &database{srv: srv, workload: p.Workload, setup: workloads.Setup{Keys: p.Keys, Idempotent: s.Idempotent}}
 	if err := p.Workload.Prepare(ctx, srv.Addr, db.setup); err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("%s: %w", p.Resource.Name, err)

@@ -85,9 +85,16 @@ func run(t *testing.T, s scenario.Spec) reports.Results {
 // runOutcome is run, with where the run was written.
 func runOutcome(t *testing.T, s scenario.Spec) Outcome {
 	t.Helper()
+	return runStopping(t, s)
+}
+
+// runStopping is runOutcome for a run that ends as soon as an audit during
+// it is certain of one of the anomalies.
+func runStopping(t *testing.T, s scenario.Spec, anomalies ...string) Outcome {
+	t.Helper()
 	needRedis(t)
 	t.Cleanup(proc.KillAll)
-	out, err := RunSpec(context.Background(), s, Options{Store: t.TempDir(), WorkerBin: workerBin})
+	out, err := RunSpec(context.Background(), s, Options{Store: t.TempDir(), WorkerBin: workerBin, StopOn: anomalies})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

@@ -131,7 +131,7 @@ func checkWithDatabase(ctx context.Context, commandLine, topology string, res re
 	if ready.Fences && slices.Contains(wl.Fencings, resource.FenceWhere) {
 		db.Fencing = resource.FenceWhere
 	}
-	return checkOnTopology(ctx, commandLine, topology, &database{srv: srv}, dir, opt, db)
+	return checkOnTopology(ctx, commandLine, topology, &database{srv: srv, workload: wl}, dir, opt, db)
 }
 
 // checkOnTopology starts the topology as a run would, runs one session
@@ -177,7 +177,7 @@ func checkOnTopology(ctx context.Context, commandLine, topology string, db *data
 		h.Database = dbHello[0]
 	}
 	rep, err := workloads.CheckWorker(ctx, workloads.ShellCommand(commandLine, 0), workloads.ConformanceConfig{Hello: h,
-		Servers: topologyServers{cl: cl, db: db, workload: workloadOf(h.Database)}, OpTimeout: opt.OpTimeout, ReplyWithin: opt.ReplyWithin, Stderr: opt.Stderr})
+		Servers: topologyServers{cl: cl, db: db}, OpTimeout: opt.OpTimeout, ReplyWithin: opt.ReplyWithin, Stderr: opt.Stderr})
 	if err != nil {
 		return nil, err
 	}
@@ -206,19 +206,11 @@ func acquired(rep *workloads.Conformance) bool {
 	return false
 }
 
-func workloadOf(db *workloads.Database) string {
-	if db == nil {
-		return ""
-	}
-	return db.Workload
-}
-
 // topologyServers is a started topology (and a database) as a session
 // inspects it.
 type topologyServers struct {
-	cl       *cluster.Cluster
-	db       *database
-	workload string
+	cl *cluster.Cluster
+	db *database
 }
 
 func (t topologyServers) Flush(ctx context.Context) error {
@@ -249,22 +241,14 @@ func (t topologyServers) Rows(ctx context.Context, token string) (int64, error) 
 	if t.db == nil {
 		return 0, errors.New("no database")
 	}
-	wl, err := workloads.Lookup(t.workload)
-	if err != nil {
-		return 0, err
-	}
-	return wl.RowsOf(ctx, t.db.srv.Addr, token)
+	return t.db.workload.RowsOf(ctx, t.db.srv.Addr, token)
 }
 
 func (t topologyServers) FenceAbove(ctx context.Context) error {
 	if t.db == nil {
 		return errors.New("no database")
 	}
-	wl, err := workloads.Lookup(t.workload)
-	if err != nil {
-		return err
-	}
-	return wl.FenceAbove(ctx, t.db.srv.Addr)
+	return t.db.workload.FenceAbove(ctx, t.db.srv.Addr)
 }
 
 // counters are TCP forwarders in front of a worker's own links, each

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/resource"
 	"github.com/lockharness/lockharness/scenario"
@@ -84,22 +83,6 @@ func TestEveryWorkloadOnEveryResourceItDeclares(t *testing.T) {
 			})
 		}
 	}
-}
-
-// runStopping is runOutcome for a run that ends as soon as an audit
-// during it is certain of the anomaly.
-func runStopping(t *testing.T, s scenario.Spec, anomaly string) Outcome {
-	t.Helper()
-	needRedis(t)
-	t.Cleanup(proc.KillAll)
-	out, err := RunSpec(context.Background(), s, Options{Store: t.TempDir(), WorkerBin: workerBin, StopOn: []string{anomaly}})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	if n := proc.Live(); n != 0 {
-		t.Errorf("%d child processes still running after the run", n)
-	}
-	return out
 }
 
 // The added workload's stale write is told in its own table's words: the

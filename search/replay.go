@@ -47,6 +47,10 @@ func ReadRecorded(dir string) (Recorded, error) {
 		return r, fmt.Errorf("%s: the spec in results.json: %w", dir, err)
 	}
 	r.Spec.Seed = r.Results.Seed
+	if e := r.Results.Error; e != nil && e.Stage == reports.StageStart {
+		// Such a run followed no schedule, and keeps none.
+		return r, fmt.Errorf("%s: the run failed before its clients started (%s): there is nothing to run again", dir, e.Message)
+	}
 	if r.Followed, err = faults.ReadFollowed(dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, faults.ErrOldSchedule) {
 			return r, fmt.Errorf("%s: its %s is missing or older than replays: run it again (%s) and replay that run", dir, faults.FollowedFile, r.Results.Command)

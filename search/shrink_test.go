@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,19 @@ func TestShrinkFindsTheSmallestScenario(t *testing.T) {
 	got = Shrink(context.Background(), spec, 6*time.Second, ShrinkOptions{Anomaly: checker.DoubleGrant, Tries: 3, Budget: 100 * time.Millisecond, Try: slow, Log: t.Logf})
 	if !got.OutOfBudget || runs > 5 || got.Seconds > 0.2 {
 		t.Errorf("budget 100ms: out of budget %v after %d runs and %.2fs", got.OutOfBudget, runs, got.Seconds)
+	}
+}
+
+// A run that failed before its clients started keeps no schedule; replay
+// and shrink say so instead of calling its schedule missing or old.
+func TestARunThatNeverStartedIsNotReplayed(t *testing.T) {
+	dir := t.TempDir()
+	spec, _ := json.Marshal(scenario.Defaults())
+	res := reports.Results{Valid: checker.Failed, Spec: spec, Error: &reports.RunError{Stage: reports.StageStart, Message: "no redis-server"}}
+	if err := reports.WriteResults(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRecorded(dir); err == nil || !strings.Contains(err.Error(), "the run failed before its clients started (no redis-server): there is nothing to run again") {
+		t.Errorf("ReadRecorded: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/lockharness/lockharness/access"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
@@ -128,6 +129,19 @@ func databases() []string {
 		}
 	}
 	return out
+}
+
+// ServeWorker is the built-in worker's process, as `harness worker` runs
+// it: the protocol on stdin and stdout until stdin closes, why it stopped
+// on stderr. It returns the process's exit code, 255 for a failure.
+func ServeWorker(cfg WorkerConfig, stderr io.Writer) int {
+	// A worker is a child of the harness; Ctrl-C is the harness's to handle.
+	signal.Ignore(syscall.SIGINT)
+	if err := RunWorker(os.Stdin, os.Stdout, cfg); err != nil {
+		fmt.Fprintf(stderr, "worker: %v\n", err)
+		return 255
+	}
+	return 0
 }
 
 // newDatabaseWriter is the writer a hello's database asks for, and the

@@ -156,15 +156,13 @@ func shardJobs(units []string, times map[string]float64, n int, label string) []
 	return jobs
 }
 
-// balance deals the tests ("PKG TEST", or a bare TEST) into n groups of
-// about equal recorded time (times are by test name), longest first onto
-// the group with the least so far.
+// balance deals the tests ("PKG TEST") into n groups of about equal
+// recorded time (times are by test name), longest first onto the group
+// with the least so far.
 func balance(tests []string, times map[string]float64, n int) [][]string {
 	name := func(t string) string {
-		if _, test, ok := strings.Cut(t, " "); ok {
-			return test
-		}
-		return t
+		_, test, _ := strings.Cut(t, " ")
+		return test
 	}
 	known := slices.Collect(func(yield func(float64) bool) {
 		for _, t := range tests {

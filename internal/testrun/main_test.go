@@ -12,13 +12,17 @@ import (
 // exactly one, a test never timed counting as the median.
 func TestBalanceDealsLongestFirst(t *testing.T) {
 	times := map[string]float64{"TestA": 140, "TestB": 80, "TestC": 50, "TestD": 45, "TestE": 10, "TestF": 10, "TestG": 5}
-	tests := []string{"TestA", "TestB", "TestC", "TestD", "TestE", "TestF", "TestG", "TestNew"}
+	var tests []string
+	for _, name := range []string{"TestA", "TestB", "TestC", "TestD", "TestE", "TestF", "TestG", "TestNew"} {
+		tests = append(tests, "p "+name)
+	}
 	groups := balance(tests, times, 3)
 	var all []string
 	loads := make([]float64, len(groups))
 	for i, g := range groups {
-		for _, name := range g {
-			all = append(all, name)
+		for _, unit := range g {
+			all = append(all, unit)
+			name := strings.TrimPrefix(unit, "p ")
 			if s, ok := times[name]; ok {
 				loads[i] += s
 			} else {
@@ -33,7 +37,7 @@ func TestBalanceDealsLongestFirst(t *testing.T) {
 	if spread := slices.Max(loads) - slices.Min(loads); spread > 140 {
 		t.Errorf("shard loads %v: further apart than the longest test", loads)
 	}
-	if !slices.Equal(groups[0][:1], []string{"TestA"}) {
+	if !slices.Equal(groups[0][:1], []string{"p TestA"}) {
 		t.Errorf("the longest test does not open the first shard: %v", groups)
 	}
 }

@@ -6,11 +6,8 @@ package runtest
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
-	"syscall"
 	"testing"
 
 	"github.com/lockharness/lockharness/workloads"
@@ -38,13 +35,7 @@ func runWorker(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	// A worker is a child of the harness; Ctrl-C is the harness's to handle.
-	signal.Ignore(syscall.SIGINT)
-	if err := workloads.RunWorker(os.Stdin, os.Stdout, cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "worker: %v\n", err)
-		return 255
-	}
-	return 0
+	return workloads.ServeWorker(cfg, os.Stderr)
 }
 
 // NeedRedis skips a test that runs real redis-server processes under
