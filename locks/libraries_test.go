@@ -434,12 +434,12 @@ func TestRueidislockExtendsItself(t *testing.T) {
 			l, rec := libLocker(t, tc.spec, clients)
 			other, _ := libLocker(t, tc.spec, clients)
 			const validity = 300 * time.Millisecond
-			a, err := l.Acquire(ctx, "k", "A", validity)
+			a, err := acquireTrying(t, l, "k", "A", validity)
 			if err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(3 * validity)
-			if _, err := other.Acquire(ctx, "k", "B", validity); !errors.Is(err, tc.busy) {
+			if _, err := acquireTrying(t, other, "k", "B", validity); !errors.Is(err, tc.busy) {
 				t.Fatalf("after 3 validities: %v, want %v", err, tc.busy)
 			}
 			if err := l.Release(ctx, a); err != nil {

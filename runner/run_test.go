@@ -222,12 +222,15 @@ func TestRueidislockHoldsPastItsTTL(t *testing.T) {
 		s := spec("rueidislock", "none", 6*time.Second, 1)
 		// Each command may take up to 2 s: what is held to landing is the
 		// library's extends with no fault, not a loaded machine's 500 ms.
-		s.Hold, s.OpTimeout = scenario.Duration(2500*time.Millisecond), scenario.Duration(2*time.Second)
+		// The hold ends between two extends (every 500 ms from the grant):
+		// a release at 2.5 s raced the fifth extend, which the release's
+		// cancel cut short, rightly unknown, on a loaded machine.
+		s.Hold, s.OpTimeout = scenario.Duration(2250*time.Millisecond), scenario.Duration(2*time.Second)
 		out := runOutcome(t, s)
 		r := out.Results
 		wantValid(t, r)
-		// A grant held its whole 2.5 s on a 1 s TTL is extended every
-		// half TTL: at least three extends each. The lease the time limit
+		// A grant held its whole 2.25 s on a 1 s TTL is extended every
+		// half TTL: four extends each, at least three. The lease the time limit
 		// cut short, and the closing liveness check's, which releases at
 		// once, have fewer and are not counted.
 		if ext := r.Stats["extend"]; ext.Fail != 0 || ext.Info != 0 {
@@ -245,7 +248,7 @@ func TestRueidislockHoldsPastItsTTL(t *testing.T) {
 			case e.F == history.Extend && e.Type == history.OK:
 				extends[e.Token]++
 			case e.F == history.Release && e.Type == history.Invoke && granted[e.Token] > 0:
-				if held := time.Duration(e.Time - granted[e.Token]); held >= 2400*time.Millisecond {
+				if held := time.Duration(e.Time - granted[e.Token]); held >= 2150*time.Millisecond {
 					full++
 					if extends[e.Token] < 3 {
 						t.Errorf("lease %s held %v was extended %d times, want at least 3", e.Token, held, extends[e.Token])
@@ -254,7 +257,7 @@ func TestRueidislockHoldsPastItsTTL(t *testing.T) {
 			}
 		}
 		if full < 1 {
-			t.Errorf("no lease was held its whole 2.5 s: %+v", r.Stats)
+			t.Errorf("no lease was held its whole 2.25 s: %+v", r.Stats)
 		}
 		if r.Anomalies[checker.ForeignRelease] != 0 {
 			t.Errorf("foreign-release %d", r.Anomalies[checker.ForeignRelease])
