@@ -99,9 +99,10 @@ func TestPartitionHolder(t *testing.T) {
 	r = runEntry(t, "partition-holder-fenced", 1)
 	// Writes go through the hold: more than one a grant, where a defect
 	// that wrote once a hold would make at most one. How many more depends
-	// on where the partitions and the time limit cut the holds (26 to 28
-	// accepted for 11 grants, of 5 a hold, with two runs beside it).
-	if r.Anomalies[checker.ExpiredWrite] != 0 || r.Stats["write"].OK < 2*r.Stats["acquire"].OK {
+	// on where the partitions and the time limit cut the holds, and on the
+	// machine's load (26 to 28 accepted for 11 grants, of 5 a hold, with
+	// two runs beside it; 23 for 12 in a loaded clean-clone CI).
+	if r.Anomalies[checker.ExpiredWrite] != 0 || r.Stats["write"].OK <= r.Stats["acquire"].OK {
 		t.Errorf("fenced: %v, %d writes for %d grants", r.Anomalies, r.Stats["write"].OK, r.Stats["acquire"].OK)
 	}
 }
