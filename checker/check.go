@@ -79,6 +79,7 @@ func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {
 	c.auditLeases()
 	c.auditPhantoms()
 	c.auditResource()
+	c.nemesisMargins()
 	c.auditLiveness()
 	// What the audits built is not needed again: a soak's is large.
 	c.acquires, c.uses, c.leases, c.leaseOf = nil, tokenUses{}, nil, nil
@@ -97,6 +98,8 @@ type checker struct {
 	end    int64
 	slack  int64
 	faults []fault
+	// nemesis are the history's nemesis events, in order.
+	nemesis []history.Event
 	// outages are the spans in which faults had nodes serving nobody.
 	outages []history.Outage
 	// horizon is when an audit of a history still being recorded was
@@ -128,6 +131,9 @@ type checker struct {
 	listed, unlisted map[string]int
 	// perKey counts each anomaly per key.
 	perKey map[anomalyKey]int
+	// margins are each property's closest call so far (nil in an audit
+	// of a history still being recorded: they are the whole run's).
+	margins map[string]*margin
 }
 
 type anomalyKey struct{ anomaly, key string }
@@ -147,6 +153,7 @@ func newChecker(b *history.OpsBuilder, opts Options) *checker {
 		end:      b.End(),
 		slack:    int64(opts.Slack),
 		faults:   faultWindows(b.Nemesis()),
+		nemesis:  b.Nemesis(),
 		acquires: make([]*history.Op, b.Tokens()),
 		leases:   make(map[string][]*lease),
 		leaseOf:  make([]*lease, b.Tokens()),
@@ -257,6 +264,7 @@ func (c *checker) result() Result {
 		}
 	}
 	r.Notes = append(r.Notes, c.disagreements()...)
+	r.Margins = c.marginResults()
 	r.Valid = Valid
 	switch r.Linearizability.Result {
 	case LinearIllegal:

@@ -155,6 +155,9 @@ func (c *checker) auditLeases() {
 		ls := c.leases[key]
 		sort.SliceStable(ls, func(i, j int) bool { return ls[i].start < ls[j].start })
 		c.overlaps(key, ls)
+		if c.horizon == 0 {
+			c.exclusivityMargins(key, ls)
+		}
 	}
 	for _, f := range foreign {
 		c.reportForeign(f)

@@ -27,11 +27,13 @@ func (c *checker) auditResource() {
 		c.auditStaleWrites(accepted)
 		c.auditExpiredWrites(accepted)
 		c.auditRefusedWrites(accepted)
+		c.fenceOrderMargins(accepted)
 		return
 	}
 	accepted = c.auditCounterWrites(accepted)
 	c.auditCounter(accepted)
 	c.auditRefusedWrites(accepted)
+	c.fenceOrderMargins(accepted)
 }
 
 // acceptedWrites are the writes the resource answered ok, in invoke order.
@@ -97,7 +99,13 @@ func (c *checker) auditExpiredWrites(accepted []*history.Op) {
 		if c.opts.Tables != nil {
 			at = w.InvT
 		}
-		if l == nil || l.hi == history.Forever || at <= l.hi {
+		if l == nil || l.hi == history.Forever {
+			continue
+		}
+		if !inOrder && c.horizon == 0 && !c.renewsUnseen(w.TokenID) {
+			c.writeValidityMargin(w, g, l, at)
+		}
+		if at <= l.hi {
 			continue
 		}
 		if inOrder {

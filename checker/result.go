@@ -208,6 +208,9 @@ type Result struct {
 	Unjudged map[string]int `json:"unjudged,omitempty"`
 	// Linearizability is porcupine's verdict on the lock operations.
 	Linearizability Linearizability `json:"linearizability"`
+	// Margins are the run's closest calls: for each safety property
+	// measured, the least room it kept (negative: broken).
+	Margins []Margin `json:"margins"`
 
 	// opts are the options the result was reached with, for WriteLinearHTML.
 	opts Options

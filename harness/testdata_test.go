@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
 )
 
@@ -59,6 +61,9 @@ func TestDataReplays(t *testing.T) {
 			if got := reports.ExpectationOf(want.Scenario, want.Expect, res); !reflect.DeepEqual(got, want) {
 				t.Errorf("the checker now says\n %+v\nthe recording said\n %+v", got, want)
 			}
+			if d := checker.MarginsDisagree(res.Margins, res.Anomalies); d != "" {
+				t.Errorf("margins and counts disagree: %s", d)
+			}
 			stdout.Reset()
 			if code := run([]string{"report", dir}, &stdout, &stderr); code != want.Valid.ExitCode() {
 				t.Fatalf("report exit %d, want the verdict's %d: %s", code, want.Valid.ExitCode(), stderr.String())
@@ -70,6 +75,22 @@ func TestDataReplays(t *testing.T) {
 				if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 					t.Errorf("report left no %s: %v", f, err)
 				}
+			}
+			// The page's closest calls are the results' margins.
+			page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(page), `id="margins"`) != (len(res.Margins) > 0) {
+				t.Errorf("index.html's closest calls table and the %d margins disagree", len(res.Margins))
+			}
+			for _, m := range res.Margins {
+				if !strings.Contains(html.UnescapeString(string(page)), m.Says) {
+					t.Errorf("index.html does not state the %s margin: %s", m.Property, m.Says)
+				}
+			}
+			if c := reports.Closest(res.Margins); c != nil && !strings.Contains(stdout.String(), "closest     "+c.Property) {
+				t.Errorf("the summary does not print the closest call (%s):\n%s", c.Property, stdout.String())
 			}
 		})
 	}

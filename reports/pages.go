@@ -133,6 +133,8 @@ type indexPage struct {
 	Stats    []statRow
 	Faults   []Band
 	Findings []findingView
+	// Margins are the run's closest calls, a property each.
+	Margins  []marginView
 	Database *databaseView
 	Plots    []plotView
 	// Interactive is timeline.html, once written.
@@ -264,6 +266,7 @@ func newIndexPage(dir string, res Results, a *analysis, tables *history.Tables) 
 	}
 	p.Ran = provenancePairs(res.Provenance)
 	p.Takeaway = takeaway(res, a)
+	p.Margins = marginViews(res.Margins, a)
 	p.Headline = headline(res)
 	first := map[string]int{}
 	for i, f := range res.Checker.Findings {

@@ -25,8 +25,11 @@ type Results struct {
 	Anomalies map[string]int             `json:"anomalies"`
 	Fencing   checker.Fencing            `json:"fencing"`
 	Stats     map[string]checker.OpStats `json:"stats"`
-	Seed      int64                      `json:"seed"`
-	Spec      json.RawMessage            `json:"spec"`
+	// Margins are the run's closest calls, a property each
+	// (checker.Margin): how near each safety property came to breaking.
+	Margins []checker.Margin `json:"margins"`
+	Seed    int64            `json:"seed"`
+	Spec    json.RawMessage  `json:"spec"`
 	// Command re-runs this run exactly, seed included.
 	Command string        `json:"command"`
 	Checker CheckerReport `json:"checker"`
@@ -230,7 +233,7 @@ func assemble(r checker.Result, events []history.Event, meta Meta, opts checker.
 	}
 	return Results{
 		Schema: ResultsSchema, Provenance: meta.Provenance,
-		Valid: r.Valid, Anomalies: r.Anomalies, Fencing: r.Fencing, Stats: r.Stats,
+		Valid: r.Valid, Anomalies: r.Anomalies, Fencing: r.Fencing, Stats: r.Stats, Margins: r.Margins,
 		Seed: meta.Seed, Spec: spec, Command: meta.Command, Faults: faultCounts(events),
 		Error: meta.Error, Interrupted: meta.Interrupted, StoppedEarly: meta.StoppedEarly, check: r,
 		Checker: CheckerReport{Linearizability: r.Linearizability, Liveness: r.Liveness, Counter: r.Counter, Database: r.Database, Findings: r.Findings, Notes: r.Notes, Unjudged: r.Unjudged,
@@ -270,10 +273,19 @@ type Expectation struct {
 	Fencing         checker.Fencing `json:"fencing"`
 	Linearizability string          `json:"linearizability"`
 	Liveness        string          `json:"liveness"`
+	// Margins are the closest calls' milliseconds, by property.
+	Margins map[string]float64 `json:"margins,omitempty"`
 }
 
 // ExpectationOf is the expectation a run's results set.
 func ExpectationOf(scenario, expect string, r Results) Expectation {
-	return Expectation{Scenario: scenario, Expect: expect, Valid: r.Valid, Anomalies: r.Anomalies, Fencing: r.Fencing,
+	e := Expectation{Scenario: scenario, Expect: expect, Valid: r.Valid, Anomalies: r.Anomalies, Fencing: r.Fencing,
 		Linearizability: r.Checker.Linearizability.Result, Liveness: r.Checker.Liveness}
+	for _, m := range r.Margins {
+		if e.Margins == nil {
+			e.Margins = map[string]float64{}
+		}
+		e.Margins[m.Property] = m.Ms
+	}
+	return e
 }

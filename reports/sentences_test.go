@@ -122,3 +122,81 @@ func derivedTimes(s string) (map[string]bool, error) {
 func containsWord(text, word string) bool {
 	return regexp.MustCompile(`(^|[^0-9A-Za-z.-])` + regexp.QuoteMeta(word) + `($|[^0-9A-Za-z])`).MatchString(text)
 }
+
+// Every closest call a page states rests on its own events: each time it
+// names is one of theirs or derived from one beside it, each client and
+// token is one of theirs, it names its own margin, and (but for a clock's,
+// which subtracts a move) that margin is the distance between two of the
+// times it names. Checked over every margin of every recorded run.
+func TestEveryMarginRestsOnItsEvents(t *testing.T) {
+	timeRe := regexp.MustCompile(`\b\d+\.\d{3} s\b`)
+	clientRe := regexp.MustCompile(`\bclient \d+\b`)
+	tokenRe := regexp.MustCompile(`\bc\d+-\d+-[0-9a-f]{8}\b`)
+	margins := 0
+	for _, dir := range recordedRuns(t) {
+		events, err := history.ReadFile(filepath.Join(dir, "history.jsonl.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables, err := history.ReadTables(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, statErr := os.Stat(filepath.Join(dir, history.TablesFile))
+		res, err := checker.Check(events, checker.Options{Slack: DefaultSlack, Tables: tables, Database: statErr == nil})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Margins {
+			margins++
+			where := fmt.Sprintf("%s %s margin %.3f ms", filepath.Base(dir), m.Property, m.Ms)
+			times, clients, tokens := map[string]bool{fmt.Sprintf("%.3f s", m.At): true}, map[string]bool{}, map[string]bool{}
+			for _, i := range m.Events {
+				e := events[i]
+				times[checker.Secs(e.Time)] = true
+				if !e.IsNemesis() {
+					clients[fmt.Sprintf("client %d", e.Client)] = true
+					tokens[e.Token] = true
+				}
+			}
+			derived, err := derivedTimes(m.Says)
+			if err != nil {
+				t.Errorf("%s: %v in\n  %s", where, err, m.Says)
+			}
+			var named []float64
+			for _, w := range timeRe.FindAllString(m.Says, -1) {
+				if !times[w] && !derived[w] {
+					t.Errorf("%s: the time %q in\n  %s\nis none of its events' %v", where, w, m.Says, times)
+				}
+				v, _ := strconv.ParseFloat(strings.TrimSuffix(w, " s"), 64)
+				named = append(named, v)
+			}
+			for _, w := range clientRe.FindAllString(m.Says, -1) {
+				if !clients[w] {
+					t.Errorf("%s: %q in\n  %s\nis none of its events' clients %v", where, w, m.Says, clients)
+				}
+			}
+			for _, w := range tokenRe.FindAllString(m.Says, -1) {
+				if !tokens[w] {
+					t.Errorf("%s: token %q in\n  %s\nis none of its events'", where, w, m.Says)
+				}
+			}
+			if own := fmt.Sprintf("%.1f ms", math.Abs(m.Ms)); !strings.Contains(m.Says, own) {
+				t.Errorf("%s: it does not say its own margin, %s:\n  %s", where, own, m.Says)
+			}
+			if m.Property == checker.Clock || math.Abs(m.Ms) < 0.01 {
+				continue
+			}
+			found := false
+			for _, a := range named {
+				for _, b := range named {
+					found = found || math.Abs(math.Abs(a-b)*1000-math.Abs(m.Ms)) <= 1.5
+				}
+			}
+			if !found {
+				t.Errorf("%s: no two times it names (%v) are %.3f ms apart:\n  %s", where, named, m.Ms, m.Says)
+			}
+		}
+	}
+	t.Logf("%d margins in %d recorded runs", margins, len(recordedRuns(t)))
+}

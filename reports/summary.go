@@ -48,6 +48,10 @@ func Summary(w io.Writer, title, specLine string, res Results, dir string) {
 		fmt.Fprintf(w, "  counter     %d acknowledged writes, final value %d\n", res.Checker.Counter.Acknowledged, res.Checker.Counter.Final)
 	}
 	fmt.Fprintf(w, "  liveness    %s\n", res.Checker.Liveness)
+	if c := Closest(res.Margins); c != nil {
+		fmt.Fprintf(w, "  margins     %s\n", MarginsLine(res.Margins))
+		fmt.Fprintf(w, "  closest     %s %s: %s\n", c.Property, marginText(c.Ms), c.Says)
+	}
 	shown := map[string]bool{}
 	for _, f := range res.Checker.Findings {
 		if shown[f.Anomaly] {

@@ -107,6 +107,9 @@ type Outcome struct {
 	Caught, Missed, FalseAlarm bool
 	// Got is the verdict and counts the checker reached.
 	Got string
+	// MarginsDisagree is where the checker's margins and its counts tell
+	// different stories (checker.MarginsDisagree), "" if nowhere.
+	MarginsDisagree string
 }
 
 // Judge checks a mutant as the runs are checked.
@@ -119,6 +122,7 @@ func Judge(m Mutant) Outcome {
 		return o
 	}
 	o.Got = r.String()
+	o.MarginsDisagree = checker.MarginsDisagree(r.Margins, r.Anomalies)
 	switch {
 	case m.Equivalent:
 		o.FalseAlarm = r.Valid != checker.Valid
@@ -144,7 +148,9 @@ func fencedIllegal(r checker.Result) bool {
 type Report struct {
 	Mutants, Caught, Missed, FalseAlarms int
 	Equivalent                           int
-	// Bad lists the misses and false alarms.
+	// Disagreeing counts the mutants whose margins and counts disagree.
+	Disagreeing int
+	// Bad lists the misses, false alarms and disagreements.
 	Bad []Outcome
 }
 
@@ -153,6 +159,12 @@ func Summarise(os []Outcome) Report {
 	var r Report
 	for _, o := range os {
 		r.Mutants++
+		if o.MarginsDisagree != "" {
+			r.Disagreeing++
+			if o.Caught || (o.Equivalent && !o.FalseAlarm) {
+				r.Bad = append(r.Bad, o)
+			}
+		}
 		switch {
 		case o.Equivalent:
 			r.Equivalent++
@@ -172,7 +184,7 @@ func Summarise(os []Outcome) Report {
 
 // Line is the report's one line.
 func (r Report) Line() string {
-	return fmt.Sprintf("mutants %d · caught %d · missed %d · false alarms %d", r.Mutants, r.Caught, r.Missed, r.FalseAlarms)
+	return fmt.Sprintf("mutants %d · caught %d · missed %d · false alarms %d · margins disagree %d", r.Mutants, r.Caught, r.Missed, r.FalseAlarms, r.Disagreeing)
 }
 
 // hist is a run being mutated: its events, operations and tables, read

@@ -14,7 +14,9 @@ import (
 
 // TestMutants plants every kind of defect in every valid recorded run
 // (testdata/runs) and wants each caught with the anomaly it planted, and
-// every equivalent change judged valid: `make mutants` prints its line.
+// every equivalent change judged valid, with margins that agree with the
+// counts (a negative margin is its anomaly): `make mutants` prints its
+// line.
 func TestMutants(t *testing.T) {
 	runs := validRuns(t)
 	var outcomes []Outcome
@@ -29,8 +31,12 @@ func TestMutants(t *testing.T) {
 	rep := Summarise(outcomes)
 	for _, o := range rep.Bad {
 		what := "MISSED"
-		if o.FalseAlarm {
+		switch {
+		case o.FalseAlarm:
 			what = "FALSE ALARM"
+		case !o.Missed:
+			t.Errorf("MARGINS DISAGREE %s in %s (%s): %s; got %s", o.Kind, o.Run, o.Where, o.MarginsDisagree, o.Got)
+			continue
 		}
 		t.Errorf("%s %s in %s (%s), want %s: got %s", what, o.Kind, o.Run, o.Where, wantText(o.Mutant), o.Got)
 	}
