@@ -10,7 +10,7 @@ IMAGE ?= lockharness/redis:local
 COMMIT  := $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/lockharness/lockharness/internal/version.commit=$(COMMIT)
 
-.PHONY: setup deps build example docker-image docker-clean test test-times test-short fuzz testdata mutants lint bench bench-ops repro-failover repro suite suite-full report serve clean
+.PHONY: setup deps build example docker-image docker-clean test test-times test-short fuzz testdata mutants lint bench bench-ops bench-explore repro-failover repro suite suite-full report serve clean
 
 ## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
 setup: deps build
@@ -97,6 +97,10 @@ bench: build
 ## bench-ops: the harness's pipeline (hold 0, backoff 0, 4 clients) against redis-benchmark with the same commands and concurrency
 bench-ops: build
 	bench/ops.sh $(or $(SECONDS),10)
+
+## bench-explore: guided search against random search, K seeds each (SEEDS, default 3) of every target with the same budget (BUDGET, default 5m); TARGETS narrows them
+bench-explore: build
+	$(GO) run ./internal/explorebench -seeds $(or $(SEEDS),3) -budget $(or $(BUDGET),5m) $(if $(TARGETS),-targets $(TARGETS))
 
 ## repro-failover: reproduce the Sentinel failover double grant for ten seeds
 repro-failover: build

@@ -50,6 +50,7 @@ func init() {
 		{name: "suite", args: "quick|full|libs|--dir DIR", summary: "run a suite of scenarios and write its matrix report", run: cmdSuite},
 		{name: "replay", args: "DIR [--times N]", summary: "run a run's fault schedule again, same spec and seed, and say whether its anomaly came back", run: cmdReplay},
 		{name: "shrink", args: "DIR [--budget D]", summary: "search for the smallest schedule that still shows a run's anomaly, and write it as a scenario file", run: cmdShrink},
+		{name: "explore", args: "--lock L [--topology T]", summary: "search for a fault schedule that breaks the lock, steered by how close each run came, and shrink what it finds", run: cmdExplore},
 		{name: "compare", args: "--locks A,B --nemesis F,G", summary: "run candidate locks under the same faults and seeds and write one comparison page", run: cmdCompare},
 		{name: "list", args: "[--dir DIR]", summary: "the topologies, the scenario catalog, the lock recipes and the faults", run: cmdList},
 		{name: "check", args: "PATH", summary: "re-check a run directory or a history.jsonl offline; rewrites results.json", run: cmdCheck},

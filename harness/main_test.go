@@ -39,7 +39,7 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		{[]string{"suite", "weekly"}, `unknown suite "weekly" (valid: quick, full, libs)`},
 		{[]string{"check"}, `want exactly one path, got 0`},
 		{[]string{"list", "extra"}, `takes no arguments`},
-		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, suite, replay, shrink, compare, list, check, report, serve, worker-check, version, help)`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" (valid: run, repro, suite, replay, shrink, explore, compare, list, check, report, serve, worker-check, version, help)`},
 		{[]string{"compare"}, `which locks? --locks A,B,...`},
 		{[]string{"compare", "--locks", "cad,nolock"}, `--locks "nolock": unknown lock "nolock" (valid: cad,`},
 		{[]string{"compare", "--locks", "cad", "--nemesis", "kill-node,gremlins"}, `--nemesis "gremlins": unknown nemesis "gremlins"`},
@@ -50,6 +50,14 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		{[]string{"shrink", "x", "--tries", "0"}, `--tries must be at least 1, got 0`},
 		{[]string{"shrink", "x", "--budget", "0s"}, `--budget must be positive, got 0s`},
 		{[]string{"run", "--schedule", "/nonexistent/schedule.json"}, `--schedule: open /nonexistent/schedule.json`},
+		{[]string{"explore", "--strategy", "smart"}, `unknown --strategy "smart" (valid: guided, random)`},
+		{[]string{"explore", "--want", "dubble-grant"}, `unknown --want anomaly "dubble-grant"`},
+		{[]string{"explore", "--until", "never"}, `--until must be first or budget, got "never"`},
+		{[]string{"explore", "--budget", "0s"}, `--budget must be positive, got 0s`},
+		{[]string{"explore", "--nemesis", "pause-client,partition-primary"}, `nemesis partition-primary: topology single has no replication`},
+		{[]string{"explore", "--nemesis", "gremlins"}, `unknown nemesis "gremlins"`},
+		{[]string{"explore", "--lock", "nolock"}, `unknown lock "nolock" (valid: cad,`},
+		{[]string{"explore", "--shrink-share", "1"}, `--shrink-share must be at least 0 and below 1, got 1`},
 		{nil, "Usage:"},
 	}
 	for _, c := range cases {

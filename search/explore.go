@@ -1,0 +1,411 @@
+package search
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/runner"
+	"github.com/lockharness/lockharness/scenario"
+)
+
+// Exploring searches a Space for a schedule that breaks the lock, as a
+// coverage-guided fuzzer searches inputs: a corpus of schedules, each kept
+// for the features it reached first (Features) and weighed by how rare
+// they still are and how close its margins came; the next schedule is a
+// mutation of one drawn by that weight, or now and then a fresh one.
+// Random search draws every schedule fresh from the same space: the
+// baseline guided search is measured against.
+
+// Strategies.
+const (
+	Guided = "guided"
+	Random = "random"
+)
+
+// Strategies lists the strategies.
+var Strategies = []string{Guided, Random}
+
+// ExploreOptions carry out a search.
+type ExploreOptions struct {
+	Space    Space
+	Strategy string
+	// Budget bounds the search: no run starts that the last ones' length
+	// says would end past it.
+	Budget time.Duration
+	Seed   int64
+	// UntilFirst ends the search at the first anomaly of a wanted kind.
+	UntilFirst bool
+	// Want are the anomaly kinds the search is after (none: any): others
+	// are recorded but neither end the search nor weigh a schedule.
+	Want []string
+	// Parallel is how many runs go at once (at least 1).
+	Parallel int
+	// Try runs one scenario.
+	Try func(ctx context.Context, spec scenario.Spec) (runner.Outcome, error)
+	// Log reports each run.
+	Log func(format string, args ...any)
+}
+
+// ExploreRun is one run of a search.
+type ExploreRun struct {
+	N       int     `json:"n"`
+	Seconds float64 `json:"seconds"` // since the search began, at its end
+	Genome  Genome  `json:"genome"`
+	// From is the corpus entry (its run's N) it was mutated from, 0 for a
+	// fresh draw, with the mutations made.
+	From      int                `json:"from,omitempty"`
+	Mutations []string           `json:"mutations,omitempty"`
+	Dir       string             `json:"dir,omitempty"`
+	Found     string             `json:"found"`
+	Anomalies []string           `json:"anomalies,omitempty"`
+	Margins   map[string]float64 `json:"margins,omitempty"`
+	// New counts the features it reached first; Features is how many the
+	// search had reached by its end.
+	New      int    `json:"new"`
+	Features int    `json:"features"`
+	Error    string `json:"error,omitempty"`
+}
+
+// ExploreFinding is the first run that found an anomaly kind.
+type ExploreFinding struct {
+	Anomaly string  `json:"anomaly"`
+	Run     int     `json:"run"`
+	Seconds float64 `json:"seconds"`
+	Dir     string  `json:"dir"`
+	Genome  Genome  `json:"genome"`
+	Wanted  bool    `json:"wanted"`
+	// Minimal is the scenario file its shrink wrote, when shrunk.
+	Minimal string `json:"minimal,omitempty"`
+	// Shrink says how the shrink went, in a line.
+	Shrink string `json:"shrink,omitempty"`
+}
+
+// Explored is a finished search.
+type Explored struct {
+	Strategy string           `json:"strategy"`
+	Seed     int64            `json:"seed"`
+	Budget   string           `json:"budget"`
+	Faults   []string         `json:"faults"`
+	Seconds  float64          `json:"seconds"`
+	Runs     []ExploreRun     `json:"runs"`
+	Findings []ExploreFinding `json:"findings"`
+	// Features is how many the search reached; Corpus how many schedules
+	// it kept.
+	Features int `json:"features"`
+	Corpus   int `json:"corpus"`
+	// Closest is each property's smallest margin over the search, with
+	// the run that set it.
+	Closest []ClosestCall `json:"closest"`
+	// Interrupted: stopped from outside before its budget.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// ClosestCall is a property's closest call over a search.
+type ClosestCall struct {
+	checker.Margin
+	Run int    `json:"run"`
+	Dir string `json:"dir"`
+}
+
+// FirstWanted is the first finding of a wanted kind, nil if none.
+func (e Explored) FirstWanted() *ExploreFinding {
+	for i := range e.Findings {
+		if e.Findings[i].Wanted {
+			return &e.Findings[i]
+		}
+	}
+	return nil
+}
+
+// entry is a schedule the corpus keeps.
+type entry struct {
+	run      int
+	genome   Genome
+	swarm    Swarm
+	features []string
+	margins  map[string]float64
+	wanted   bool // it found a wanted anomaly
+	picks    int
+}
+
+// explorer is a search under way; mu guards all of it.
+type explorer struct {
+	opt   ExploreOptions
+	start time.Time
+	mu    sync.Mutex
+	rng   *rand.Rand
+	hits  map[string]int
+	ran   map[string]bool
+	// queue holds the mutants still to run of the entry last picked.
+	queue   []pending
+	corpus  []*entry
+	out     Explored
+	started int
+	// lengths are the finished runs' lengths, for the budget.
+	lengths []time.Duration
+}
+
+type pending struct {
+	genome Genome
+	swarm  Swarm
+	from   int
+	did    []string
+}
+
+// warmup is how many fresh schedules a guided search runs before it
+// mutates, and fresh how often it draws one after.
+const (
+	warmup      = 6
+	freshChance = 0.2
+	corpusCap   = 128
+)
+
+// Explore searches until the budget is spent, or, UntilFirst, until a
+// wanted anomaly is found; ctx ending stops it with what it has.
+func Explore(ctx context.Context, opt ExploreOptions) Explored {
+	e := &explorer{opt: opt, start: time.Now(), rng: rand.New(rand.NewSource(opt.Seed)), hits: map[string]int{}, ran: map[string]bool{}}
+	e.out = Explored{Strategy: opt.Strategy, Seed: opt.Seed, Budget: opt.Budget.String(), Faults: opt.Space.FaultNames()}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	for range max(opt.Parallel, 1) {
+		wg.Go(func() {
+			for {
+				p, n, ok := e.next()
+				if !ok || ctx.Err() != nil {
+					return
+				}
+				began := time.Now()
+				spec := opt.Space.Spec(p.genome, opt.Seed*1000+int64(n))
+				spec.Name = fmt.Sprintf("explore-%s-%s", opt.Space.Base.Lock, opt.Space.Base.Topology)
+				out, err := opt.Try(ctx, spec)
+				if ctx.Err() != nil && (err != nil || out.Results.Interrupted) {
+					return // stopped from outside, or by another run's find
+				}
+				if e.observe(n, p, out, err, time.Since(began)) && opt.UntilFirst {
+					stop()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.out.Seconds = time.Since(e.start).Seconds()
+	e.out.Features, e.out.Corpus = len(e.hits), len(e.corpus)
+	slices.SortFunc(e.out.Runs, func(a, b ExploreRun) int { return cmp.Compare(a.N, b.N) })
+	return e.out
+}
+
+// next is the schedule to run next and its number, or false when the
+// budget is spent.
+func (e *explorer) next() (pending, int, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.opt.UntilFirst && e.out.FirstWanted() != nil {
+		return pending{}, 0, false
+	}
+	elapsed := time.Since(e.start)
+	if elapsed >= e.opt.Budget {
+		return pending{}, 0, false
+	}
+	if len(e.lengths) > 0 {
+		var sum time.Duration
+		for _, l := range e.lengths {
+			sum += l
+		}
+		if elapsed+sum/time.Duration(len(e.lengths)) > e.opt.Budget {
+			return pending{}, 0, false
+		}
+	}
+	e.started++
+	for range 20 {
+		p := e.draw()
+		if !e.ran[p.genome.key()] {
+			e.ran[p.genome.key()] = true
+			return p, e.started, true
+		}
+	}
+	g, sw := e.opt.Space.Fresh(e.rng)
+	return pending{genome: g, swarm: sw}, e.started, true
+}
+
+// draw is the next candidate: a fresh schedule, or the next mutant of a
+// corpus entry picked by weight.
+func (e *explorer) draw() pending {
+	if e.opt.Strategy == Random || e.started <= warmup || len(e.corpus) == 0 || e.rng.Float64() < freshChance {
+		g, sw := e.opt.Space.Fresh(e.rng)
+		return pending{genome: g, swarm: sw}
+	}
+	if len(e.queue) == 0 {
+		ent, energy := e.pick()
+		ent.picks++
+		for range energy {
+			other := e.corpus[e.rng.Intn(len(e.corpus))].genome
+			g, did := e.opt.Space.Mutate(e.rng, ent.genome, ent.swarm, other)
+			e.queue = append(e.queue, pending{genome: g, swarm: ent.swarm, from: ent.run, did: did})
+		}
+	}
+	p := e.queue[0]
+	e.queue = e.queue[1:]
+	return p
+}
+
+// score weighs an entry: how rare its features still are, how close its
+// margins came (each property's worth doubling as its margin shrinks by a
+// quarter TTL; with wanted kinds, only the properties that lead to them),
+// and a wanted anomaly found.
+func (e *explorer) score(ent *entry) float64 {
+	s := 0.0
+	for _, f := range ent.features {
+		s += 1 / math.Sqrt(float64(max(e.hits[f], 1)))
+	}
+	tau := float64(e.opt.Space.ttl()) / 4 / 1e6
+	for prop, ms := range ent.margins {
+		if e.steersBy(prop) {
+			s += 2 * math.Pow(2, -max(ms, 0)/tau)
+		}
+	}
+	if ent.wanted {
+		s += 4
+	}
+	return s
+}
+
+// leadsTo are the margins whose closeness leads to an anomaly kind.
+var leadsTo = map[string][]string{
+	checker.DoubleGrant:  {checker.Exclusivity, checker.Replication, checker.Clock},
+	checker.StaleWrite:   {checker.FenceOrder, checker.WriteValidity},
+	checker.ExpiredWrite: {checker.WriteValidity},
+	checker.LostUpdate:   {checker.FenceOrder, checker.Exclusivity},
+}
+
+// steersBy reports whether a property's margin weighs a schedule: all do
+// when any anomaly is wanted, or when a wanted kind has no margin of its
+// own.
+func (e *explorer) steersBy(prop string) bool {
+	if len(e.opt.Want) == 0 {
+		return true
+	}
+	for _, w := range e.opt.Want {
+		props, ok := leadsTo[w]
+		if !ok || slices.Contains(props, prop) {
+			return true
+		}
+	}
+	return false
+}
+
+// pick draws an entry by score, less for each time it was picked, and
+// says how many mutants of it to run: more the better it scores.
+func (e *explorer) pick() (*entry, int) {
+	scores := make([]float64, len(e.corpus))
+	total, sum := 0.0, 0.0
+	for i, ent := range e.corpus {
+		s := e.score(ent)
+		sum += s
+		scores[i] = s / (1 + float64(ent.picks)/4)
+		total += scores[i]
+	}
+	r := e.rng.Float64() * total
+	i := 0
+	for ; i < len(scores)-1 && r >= scores[i]; i++ {
+		r -= scores[i]
+	}
+	mean := sum / float64(len(e.corpus))
+	energy := 1
+	if mean > 0 {
+		energy = int(math.Round(2 * e.score(e.corpus[i]) / mean))
+	}
+	return e.corpus[i], min(max(energy, 1), 16)
+}
+
+// observe takes a finished run in: its features, margins and anomalies.
+// It reports whether the run found a wanted anomaly.
+func (e *explorer) observe(n int, p pending, out runner.Outcome, err error, took time.Duration) bool {
+	var events []history.Event
+	if err == nil {
+		events, _ = history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	}
+	res := out.Results
+	var features []string
+	if err == nil && res.Error == nil {
+		features = Features(events, res.Margins, e.opt.Space.ttl())
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lengths = append(e.lengths, took)
+	r := ExploreRun{N: n, Genome: p.genome, From: p.from, Mutations: p.did, Dir: out.Dir, Found: Found(res), Seconds: time.Since(e.start).Seconds()}
+	if err != nil {
+		r.Error, r.Found = err.Error(), "error"
+	} else if res.Error != nil {
+		r.Error = res.Error.String()
+	}
+	for _, f := range features {
+		if e.hits[f] == 0 {
+			r.New++
+		}
+		e.hits[f]++
+	}
+	r.Features = len(e.hits)
+	wanted := false
+	if r.Error == "" && !res.Interrupted {
+		r.Anomalies = kindsOf(res)
+		for _, kind := range r.Anomalies {
+			want := len(e.opt.Want) == 0 || slices.Contains(e.opt.Want, kind)
+			wanted = wanted || want
+			if !slices.ContainsFunc(e.out.Findings, func(f ExploreFinding) bool { return f.Anomaly == kind }) {
+				e.out.Findings = append(e.out.Findings, ExploreFinding{Anomaly: kind, Run: n, Seconds: r.Seconds, Dir: out.Dir, Genome: p.genome, Wanted: want})
+			}
+		}
+		for _, m := range res.Margins {
+			if r.Margins == nil {
+				r.Margins = map[string]float64{}
+			}
+			r.Margins[m.Property] = m.Ms
+			i := slices.IndexFunc(e.out.Closest, func(c ClosestCall) bool { return c.Property == m.Property })
+			switch {
+			case i < 0:
+				e.out.Closest = append(e.out.Closest, ClosestCall{Margin: m, Run: n, Dir: out.Dir})
+			case m.Ms < e.out.Closest[i].Ms:
+				e.out.Closest[i] = ClosestCall{Margin: m, Run: n, Dir: out.Dir}
+			}
+		}
+	}
+	if r.New > 0 || wanted {
+		e.admit(&entry{run: n, genome: p.genome, swarm: p.swarm, features: features, margins: r.Margins, wanted: wanted})
+	}
+	e.out.Runs = append(e.out.Runs, r)
+	if e.opt.Log != nil {
+		from := "fresh"
+		if p.from > 0 {
+			from = fmt.Sprintf("from #%d by %v", p.from, p.did)
+		}
+		e.opt.Log("#%d %.0fs %s: %s (%s) · %d new, %d features, corpus %d", n, r.Seconds, r.Found, p.genome, from, r.New, len(e.hits), len(e.corpus))
+	}
+	return wanted
+}
+
+// admit keeps an entry, dropping the lowest-scoring one past the cap.
+func (e *explorer) admit(ent *entry) {
+	e.corpus = append(e.corpus, ent)
+	if len(e.corpus) <= corpusCap {
+		return
+	}
+	worst := 0
+	for i := range e.corpus {
+		if e.score(e.corpus[i]) < e.score(e.corpus[worst]) {
+			worst = i
+		}
+	}
+	e.corpus = slices.Delete(e.corpus, worst, worst+1)
+}

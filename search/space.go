@@ -1,0 +1,414 @@
+package search
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/faults"
+	"github.com/lockharness/lockharness/internal/options"
+	"github.com/lockharness/lockharness/scenario"
+)
+
+// Space is what explore searches over for one lock on one topology: the
+// faults that can be injected there (narrowed by a nemesis list), each
+// with the options it takes, the moments a fault can be anchored to, the
+// number of clients and the hold against the TTL. A point of it is a
+// Genome; Spec turns one into the scenario a run follows.
+type Space struct {
+	// Base is the spec every run starts from: lock, topology, workload,
+	// resource, TTL, time limit.
+	Base scenario.Spec
+	// Faults are the faults a schedule draws from.
+	Faults []faults.Fault
+}
+
+// The moments a fault is anchored to: a fixed time from the clients'
+// start, or a grant (at it, in the middle of the hold, just before the
+// holder's release).
+const (
+	AnchorTime          = "time"
+	AnchorGrant         = "grant"
+	AnchorMidHold       = "mid-hold"
+	AnchorBeforeRelease = "before-release"
+)
+
+// Anchors lists every anchor.
+var Anchors = []string{AnchorTime, AnchorGrant, AnchorMidHold, AnchorBeforeRelease}
+
+// Gene is one fault of a schedule: which, with what options, anchored to
+// what moment, from when.
+type Gene struct {
+	Fault   string         `json:"fault"`
+	Options options.Values `json:"options,omitempty"`
+	Anchor  string         `json:"anchor"`
+	// At is when the fault starts (AnchorTime) or, anchored to a grant,
+	// when it starts waiting for one; from the clients' start.
+	At time.Duration `json:"at"`
+}
+
+// Genome is a point of the space: a schedule, the clients and the hold.
+type Genome struct {
+	Genes   []Gene        `json:"genes"`
+	Clients int           `json:"clients"`
+	Hold    time.Duration `json:"hold"`
+}
+
+// String is the genome in one line, as the progress and pages show it.
+func (g Genome) String() string {
+	parts := make([]string, len(g.Genes))
+	for i, ge := range g.Genes {
+		parts[i] = fmt.Sprintf("%s @%s %.1fs", ge.Options.With(ge.Fault), ge.Anchor, ge.At.Seconds())
+	}
+	return fmt.Sprintf("%s; %d clients, hold %v", strings.Join(parts, " + "), g.Clients, g.Hold)
+}
+
+// key identifies a genome, so that one already run is not run again.
+func (g Genome) key() string { return g.String() }
+
+// NewSpace is the space of base's lock and topology: every fault of the
+// registry that a run of base can have (the spec resolves with it), or,
+// given a nemesis list, those of it. A fault the topology cannot take is
+// left out, named in the error only when the list named it.
+func NewSpace(base scenario.Spec, nemesis string) (Space, error) {
+	base.Nemesis, base.Schedule = faults.None, nil
+	if _, err := base.Resolve(); err != nil {
+		return Space{}, err
+	}
+	var names []string
+	if nemesis != "" && nemesis != faults.None {
+		n, err := faults.Parse(nemesis)
+		if err != nil {
+			return Space{}, err
+		}
+		for _, g := range n {
+			for _, in := range g {
+				if !slices.Contains(names, in.Name) {
+					names = append(names, in.Name)
+				}
+			}
+		}
+	} else {
+		for _, f := range faults.Registry {
+			names = append(names, f.Name)
+		}
+	}
+	s := Space{Base: base}
+	var refused []string
+	for _, name := range names {
+		try := base
+		try.Nemesis = name
+		if _, err := try.Resolve(); err != nil {
+			if nemesis != "" {
+				refused = append(refused, err.Error())
+			}
+			continue
+		}
+		f, _ := faults.Lookup(name)
+		s.Faults = append(s.Faults, f)
+	}
+	if len(refused) > 0 {
+		return s, fmt.Errorf("explore: %s", strings.Join(refused, "; "))
+	}
+	if len(s.Faults) == 0 {
+		return s, fmt.Errorf("explore: no fault can be injected on topology %s with lock %s", base.Topology, base.Lock)
+	}
+	return s, nil
+}
+
+// FaultNames are the space's faults, in the registry's order.
+func (s Space) FaultNames() []string {
+	names := make([]string, len(s.Faults))
+	for i, f := range s.Faults {
+		names[i] = f.Name
+	}
+	return names
+}
+
+func (s Space) ttl() time.Duration { return s.Base.TTL.D() }
+
+// Spec is the scenario a run of g follows: the base spec with g's clients
+// and hold, and g's genes as its schedule.
+func (s Space) Spec(g Genome, seed int64) scenario.Spec {
+	spec := s.Base
+	spec.Seed, spec.Clients, spec.Hold = seed, g.Clients, scenario.Duration(g.Hold)
+	spec.Schedule = nil
+	var names []string
+	for _, ge := range g.Genes {
+		opts := ge.Options
+		if slot, ok := opts["clients"]; ok {
+			// A slot the genome's fewer clients lack hits the last one.
+			var n int
+			if _, err := fmt.Sscan(slot, &n); err == nil && n >= g.Clients {
+				opts = cloneValues(opts)
+				opts["clients"] = fmt.Sprint(g.Clients - 1)
+			}
+		}
+		st := scenario.Step{Fault: opts.With(ge.Fault), At: scenario.Duration(ge.At)}
+		if ge.Anchor != AnchorTime {
+			d := scenario.Duration(s.delay(ge.Anchor, g.Hold))
+			st.AfterGrant = &d
+		}
+		spec.Schedule = append(spec.Schedule, st)
+		if !slices.Contains(names, ge.Fault) {
+			names = append(names, ge.Fault)
+		}
+	}
+	spec.Nemesis = strings.Join(names, ",")
+	if len(names) == 0 {
+		spec.Nemesis = faults.None
+	}
+	return spec
+}
+
+// delay is how long after a grant an anchor strikes.
+func (s Space) delay(anchor string, hold time.Duration) time.Duration {
+	switch anchor {
+	case AnchorMidHold:
+		return hold / 2
+	case AnchorBeforeRelease:
+		return max(hold-max(hold/10, 5*time.Millisecond), 0)
+	}
+	return 0
+}
+
+// latest is the latest a fault may start: early enough that its window
+// (up to a few TTLs, or a failover's 5-7 s) shows something before the
+// time limit.
+func (s Space) latest() time.Duration {
+	return max(s.Base.TimeLimit.D()/2, time.Second)
+}
+
+// Swarm is the enabled part of the space for one fresh schedule: each
+// fault and anchor kept with probability one half (at least one of
+// each), so that schedules differ in what they leave out (swarm testing).
+type Swarm struct {
+	Faults  []string `json:"faults"`
+	Anchors []string `json:"anchors"`
+}
+
+func (s Space) swarm(rng *rand.Rand) Swarm {
+	half := func(all []string) []string {
+		var out []string
+		for _, x := range all {
+			if rng.Intn(2) == 0 {
+				out = append(out, x)
+			}
+		}
+		if len(out) == 0 {
+			out = []string{all[rng.Intn(len(all))]}
+		}
+		return out
+	}
+	return Swarm{Faults: half(s.FaultNames()), Anchors: half(Anchors)}
+}
+
+// Fresh draws a schedule from a fresh swarm: one to three faults (one
+// half the time), each with options, an anchor and a moment.
+func (s Space) Fresh(rng *rand.Rand) (Genome, Swarm) {
+	sw := s.swarm(rng)
+	n := 1
+	switch r := rng.Float64(); {
+	case r > 0.85:
+		n = 3
+	case r > 0.5:
+		n = 2
+	}
+	g := Genome{Clients: s.Base.Clients, Hold: s.Base.Hold.D()}
+	for range n {
+		g.Genes = append(g.Genes, s.gene(rng, sw))
+	}
+	return g, sw
+}
+
+// gene draws one fault from the swarm.
+func (s Space) gene(rng *rand.Rand, sw Swarm) Gene {
+	name := sw.Faults[rng.Intn(len(sw.Faults))]
+	ge := Gene{Fault: name, Anchor: sw.Anchors[rng.Intn(len(sw.Anchors))], At: s.moment(rng)}
+	f, _ := faults.Lookup(name)
+	for _, o := range f.Options {
+		if rng.Intn(2) == 0 {
+			s.setOption(rng, &ge, o)
+		}
+	}
+	return ge
+}
+
+// moment draws when a fault starts: from a third of a second to latest.
+func (s Space) moment(rng *rand.Rand) time.Duration {
+	lo := 300 * time.Millisecond
+	return (lo + time.Duration(rng.Int63n(int64(s.latest()-lo)+1))).Round(time.Millisecond)
+}
+
+// setOption gives a fault's option a value the search can vary: a
+// duration around the TTL, a choice, a node word, client slots. An
+// option the search cannot draw a value for is left to the fault.
+func (s Space) setOption(rng *rand.Rand, ge *Gene, o options.Spec) {
+	var v string
+	ttl := s.ttl()
+	switch o.Kind {
+	case options.Duration:
+		v = scaled(rng, ttl).String()
+	case options.SignedDuration:
+		d := scaled(rng, ttl)
+		if rng.Intn(4) == 0 {
+			d = -d
+		}
+		v = d.String()
+	case options.Choice:
+		v = o.Choices[rng.Intn(len(o.Choices))]
+	case options.Word:
+		if o.Name != "node" {
+			return
+		}
+		v = []string{"holder", "random"}[rng.Intn(2)]
+		if !strings.Contains(o.Arg, "holder") {
+			v = "random"
+		}
+	case options.Slots:
+		if s.Base.Clients < 2 {
+			return
+		}
+		v = fmt.Sprint(rng.Intn(s.Base.Clients))
+	case options.Flag:
+		v = ""
+	default:
+		return
+	}
+	if ge.Options == nil {
+		ge.Options = options.Values{}
+	}
+	ge.Options[o.Name] = v
+}
+
+// scaled draws a duration from a tenth of the TTL to three TTLs, favouring
+// the TTL's own neighbourhood, where leases are decided.
+func scaled(rng *rand.Rand, ttl time.Duration) time.Duration {
+	factors := []float64{0.1, 0.25, 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2, 3}
+	f := factors[rng.Intn(len(factors))] * (0.9 + 0.2*rng.Float64())
+	return time.Duration(f * float64(ttl)).Round(time.Millisecond)
+}
+
+// The mutations of a genome, with their weights (of 100).
+var mutations = []struct {
+	name   string
+	weight int
+}{
+	{"re-anchor", 20}, {"option", 20}, {"insert", 15}, {"move", 10},
+	{"replace", 10}, {"delete", 10}, {"clients", 5}, {"hold", 5}, {"splice", 5},
+}
+
+// maxGenes bounds a schedule: most failures need at most three faults.
+const maxGenes = 4
+
+// Mutate changes g by one to three mutations (one most often), drawing new
+// faults and anchors from its swarm; other is a second parent for a
+// splice. It says which mutations it made.
+func (s Space) Mutate(rng *rand.Rand, g Genome, sw Swarm, other Genome) (Genome, []string) {
+	out := Genome{Genes: slices.Clone(g.Genes), Clients: g.Clients, Hold: g.Hold}
+	for i := range out.Genes {
+		out.Genes[i].Options = cloneValues(out.Genes[i].Options)
+	}
+	n := 1
+	switch r := rng.Float64(); {
+	case r > 0.9:
+		n = 3
+	case r > 0.6:
+		n = 2
+	}
+	var did []string
+	for range n {
+		did = append(did, s.mutateOnce(rng, &out, sw, other))
+	}
+	return out, did
+}
+
+func cloneValues(v options.Values) options.Values {
+	if v == nil {
+		return nil
+	}
+	out := options.Values{}
+	for k, x := range v {
+		out[k] = x
+	}
+	return out
+}
+
+func (s Space) mutateOnce(rng *rand.Rand, g *Genome, sw Swarm, other Genome) string {
+	total := 0
+	for _, m := range mutations {
+		total += m.weight
+	}
+	pick := rng.Intn(total)
+	name := mutations[len(mutations)-1].name
+	for _, m := range mutations {
+		if pick < m.weight {
+			name = m.name
+			break
+		}
+		pick -= m.weight
+	}
+	if len(g.Genes) == 0 {
+		name = "insert"
+	}
+	i := rng.Intn(max(len(g.Genes), 1))
+	switch name {
+	case "re-anchor":
+		g.Genes[i].Anchor = Anchors[rng.Intn(len(Anchors))]
+	case "option":
+		f, _ := faults.Lookup(g.Genes[i].Fault)
+		if len(f.Options) == 0 {
+			g.Genes[i].At = s.nudge(rng, g.Genes[i].At)
+			return "move"
+		}
+		o := f.Options[rng.Intn(len(f.Options))]
+		if _, ok := g.Genes[i].Options[o.Name]; ok && rng.Intn(3) == 0 {
+			delete(g.Genes[i].Options, o.Name) // back to the fault's own draw
+			return "option"
+		}
+		s.setOption(rng, &g.Genes[i], o)
+	case "insert":
+		if len(g.Genes) >= maxGenes {
+			g.Genes[i].At = s.nudge(rng, g.Genes[i].At)
+			return "move"
+		}
+		g.Genes = append(g.Genes, s.gene(rng, sw))
+	case "move":
+		g.Genes[i].At = s.nudge(rng, g.Genes[i].At)
+	case "replace":
+		ge := s.gene(rng, sw)
+		ge.Anchor, ge.At = g.Genes[i].Anchor, g.Genes[i].At
+		g.Genes[i] = ge
+	case "delete":
+		if len(g.Genes) < 2 {
+			g.Genes[i].Anchor = Anchors[rng.Intn(len(Anchors))]
+			return "re-anchor"
+		}
+		g.Genes = slices.Delete(g.Genes, i, i+1)
+	case "clients":
+		g.Clients = max(2, min(6, g.Clients+[]int{-1, 1}[rng.Intn(2)]))
+	case "hold":
+		ttl := s.ttl()
+		g.Hold = []time.Duration{s.Base.Hold.D(), ttl / 4, ttl / 2, ttl * 3 / 2}[rng.Intn(4)]
+	case "splice":
+		if len(other.Genes) == 0 {
+			return s.mutateOnce(rng, g, sw, other)
+		}
+		cut := rng.Intn(len(g.Genes) + 1)
+		from := rng.Intn(len(other.Genes))
+		g.Genes = append(g.Genes[:cut:cut], other.Genes[from:]...)
+		if len(g.Genes) > maxGenes {
+			g.Genes = g.Genes[:maxGenes]
+		}
+	}
+	return name
+}
+
+// nudge moves a moment by up to a TTL either way, within the space.
+func (s Space) nudge(rng *rand.Rand, at time.Duration) time.Duration {
+	ttl := s.ttl()
+	d := at + time.Duration(rng.Int63n(int64(2*ttl)+1)) - ttl
+	return min(max(d, 300*time.Millisecond), s.latest()).Round(time.Millisecond)
+}
