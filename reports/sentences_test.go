@@ -30,19 +30,7 @@ func TestEverySentenceRestsOnItsFindingsEvents(t *testing.T) {
 	}
 	sentences, findings := 0, 0
 	for _, dir := range dirs {
-		events, err := history.ReadFile(filepath.Join(dir, "history.jsonl.gz"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tables, err := history.ReadTables(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, statErr := os.Stat(filepath.Join(dir, history.TablesFile))
-		res, err := checker.Check(events, checker.Options{Slack: DefaultSlack, Tables: tables, Database: statErr == nil})
-		if err != nil {
-			t.Fatal(err)
-		}
+		events, res := checkRecorded(t, dir)
 		a := analyse(events)
 		for i, f := range res.Findings {
 			findings++
@@ -134,19 +122,7 @@ func TestEveryMarginRestsOnItsEvents(t *testing.T) {
 	tokenRe := regexp.MustCompile(`\bc\d+-\d+-[0-9a-f]{8}\b`)
 	margins := 0
 	for _, dir := range recordedRuns(t) {
-		events, err := history.ReadFile(filepath.Join(dir, "history.jsonl.gz"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tables, err := history.ReadTables(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, statErr := os.Stat(filepath.Join(dir, history.TablesFile))
-		res, err := checker.Check(events, checker.Options{Slack: DefaultSlack, Tables: tables, Database: statErr == nil})
-		if err != nil {
-			t.Fatal(err)
-		}
+		events, res := checkRecorded(t, dir)
 		for _, m := range res.Margins {
 			margins++
 			where := fmt.Sprintf("%s %s margin %.3f ms", filepath.Base(dir), m.Property, m.Ms)
@@ -199,4 +175,24 @@ func TestEveryMarginRestsOnItsEvents(t *testing.T) {
 		}
 	}
 	t.Logf("%d margins in %d recorded runs", margins, len(recordedRuns(t)))
+}
+
+// checkRecorded reads a recorded run and checks it as its recording was
+// checked: the database's final rows where it has them.
+func checkRecorded(t *testing.T, dir string) ([]history.Event, checker.Result) {
+	t.Helper()
+	events, err := history.ReadFile(filepath.Join(dir, "history.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := history.ReadTables(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, statErr := os.Stat(filepath.Join(dir, history.TablesFile))
+	res, err := checker.Check(events, checker.Options{Slack: DefaultSlack, Tables: tables, Database: statErr == nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events, res
 }

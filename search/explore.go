@@ -235,6 +235,14 @@ func (e *explorer) next() (pending, int, bool) {
 			return p, e.started, true
 		}
 	}
+	for range 100 {
+		g, sw := e.opt.Space.Fresh(e.rng)
+		if !e.ran[g.key()] {
+			e.ran[g.key()] = true
+			return pending{genome: g, swarm: sw}, e.started, true
+		}
+	}
+	// A space this small has been run through: run a fresh one again.
 	g, sw := e.opt.Space.Fresh(e.rng)
 	return pending{genome: g, swarm: sw}, e.started, true
 }

@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"strings"
@@ -142,7 +143,7 @@ func (s Space) Spec(g Genome, seed int64) scenario.Spec {
 			// A slot the genome's fewer clients lack hits the last one.
 			var n int
 			if _, err := fmt.Sscan(slot, &n); err == nil && n >= g.Clients {
-				opts = cloneValues(opts)
+				opts = maps.Clone(opts)
 				opts["clients"] = fmt.Sprint(g.Clients - 1)
 			}
 		}
@@ -209,15 +210,8 @@ func (s Space) swarm(rng *rand.Rand) Swarm {
 // half the time), each with options, an anchor and a moment.
 func (s Space) Fresh(rng *rand.Rand) (Genome, Swarm) {
 	sw := s.swarm(rng)
-	n := 1
-	switch r := rng.Float64(); {
-	case r > 0.85:
-		n = 3
-	case r > 0.5:
-		n = 2
-	}
 	g := Genome{Clients: s.Base.Clients, Hold: s.Base.Hold.D()}
-	for range n {
+	for range oneToThree(rng, 0.35, 0.15) {
 		g.Genes = append(g.Genes, s.gene(rng, sw))
 	}
 	return g, sw
@@ -309,31 +303,24 @@ const maxGenes = 4
 func (s Space) Mutate(rng *rand.Rand, g Genome, sw Swarm, other Genome) (Genome, []string) {
 	out := Genome{Genes: slices.Clone(g.Genes), Clients: g.Clients, Hold: g.Hold}
 	for i := range out.Genes {
-		out.Genes[i].Options = cloneValues(out.Genes[i].Options)
-	}
-	n := 1
-	switch r := rng.Float64(); {
-	case r > 0.9:
-		n = 3
-	case r > 0.6:
-		n = 2
+		out.Genes[i].Options = maps.Clone(out.Genes[i].Options)
 	}
 	var did []string
-	for range n {
+	for range oneToThree(rng, 0.3, 0.1) {
 		did = append(did, s.mutateOnce(rng, &out, sw, other))
 	}
 	return out, did
 }
 
-func cloneValues(v options.Values) options.Values {
-	if v == nil {
-		return nil
+// oneToThree draws 2 with probability two, 3 with probability three, else 1.
+func oneToThree(rng *rand.Rand, two, three float64) int {
+	switch r := rng.Float64(); {
+	case r < three:
+		return 3
+	case r < three+two:
+		return 2
 	}
-	out := options.Values{}
-	for k, x := range v {
-		out[k] = x
-	}
-	return out
+	return 1
 }
 
 func (s Space) mutateOnce(rng *rand.Rand, g *Genome, sw Swarm, other Genome) string {

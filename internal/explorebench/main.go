@@ -16,10 +16,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/harness"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/scenario"
 	"github.com/lockharness/lockharness/search"
@@ -45,6 +47,14 @@ var targets = []target{
 }
 
 func main() {
+	// The runs' built-in workers are this binary in the harness's worker
+	// role.
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		os.Exit(harness.Main(os.Args[1:]))
+	}
+	// A node a fault killed makes the client library log its dials; the
+	// runs' histories say what happened.
+	redis.SetLogger(silent{})
 	seeds := flag.Int("seeds", 3, "K: seeds of each strategy per target")
 	budget := flag.Duration("budget", 5*time.Minute, "each search's budget; a miss counts as this")
 	store := flag.String("store", filepath.Join("store", "bench-explore"), "where the runs and searches go")
@@ -66,8 +76,9 @@ func main() {
 	defer stop()
 	defer proc.KillAll()
 	times := map[string][]float64{}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "target\tanomaly\tstrategy\tseed\tseconds\truns\tfound in run\n")
+	// Rows are printed as each search ends, so the widths are fixed.
+	row := "%-16s %-16s %-8s %4s %8s %5s  %s\n"
+	fmt.Printf(row, "target", "anomaly", "strategy", "seed", "seconds", "runs", "found in run")
 	for _, t := range chosen {
 		for _, strategy := range search.Strategies {
 			for seed := 1; seed <= *seeds; seed++ {
@@ -84,8 +95,7 @@ func main() {
 				if run > 0 {
 					found = fmt.Sprintf("#%d", run)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%d\t%s\n", t.name, t.anomaly, strategy, seed, secs, runs, found)
-				tw.Flush()
+				fmt.Printf(row, t.name, t.anomaly, strategy, fmt.Sprint(seed), fmt.Sprintf("%.0f", secs), fmt.Sprint(runs), found)
 			}
 		}
 	}
@@ -118,6 +128,10 @@ func one(ctx context.Context, t target, strategy string, seed int64, budget time
 	}
 	return budget.Seconds(), len(ex.Runs), 0, nil
 }
+
+type silent struct{}
+
+func (silent) Printf(context.Context, string, ...any) {}
 
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
