@@ -19,17 +19,32 @@ import (
 type Network struct {
 	server *toxiproxy.ApiServer
 	mu     sync.Mutex
-	links  map[string]*Link
+	links  map[string]*proxied
 }
 
-// Link is one proxied connection path, such as client 2 → n1.
-type Link struct {
+// proxied is one proxied connection path, such as client 2 → n1, with
+// every toxic on it, whoever added it.
+type proxied struct {
 	Name  string
 	proxy *toxiproxy.Proxy
 	mu    sync.Mutex
 	toxic []string
-	// refusing: the proxy is stopped (Refuse) until Heal starts it again.
-	refusing bool
+	// seq numbers the toxics, so that two faults' toxics of one kind
+	// stack on the link instead of clashing by name.
+	seq int
+	// refusers counts the holders that stopped the proxy (Refuse); it
+	// listens again when the last of them heals.
+	refusers int
+}
+
+// Link is a proxied path as one holder (a fault's window) sees it: Heal
+// removes what this holder added, and only that, so that two faults whose
+// windows overlap on a link (a schedule followed, a+b) each end their
+// own. Every Network.Link and Get is a holder of its own.
+type Link struct {
+	*proxied
+	added   []string
+	refused bool
 }
 
 // NewNetwork starts an embedded toxiproxy with no proxies.
@@ -38,7 +53,7 @@ func NewNetwork() *Network {
 	// collectors twice panics too.
 	return &Network{
 		server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
-		links:  map[string]*Link{},
+		links:  map[string]*proxied{},
 	}
 }
 
@@ -47,15 +62,15 @@ func (n *Network) Link(name, upstream string) (*Link, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if l, ok := n.links[name]; ok {
-		return l, nil
+		return &Link{proxied: l}, nil
 	}
 	p := toxiproxy.NewProxy(n.server, name, "127.0.0.1:0", upstream)
 	if err := n.server.Collection.Add(p, true); err != nil {
 		return nil, fmt.Errorf("link %s: %w", name, err)
 	}
-	l := &Link{Name: name, proxy: p}
+	l := &proxied{Name: name, proxy: p}
 	n.links[name] = l
-	return l, nil
+	return &Link{proxied: l}, nil
 }
 
 // Proxy creates a link and returns its address; it is how topologies
@@ -68,18 +83,21 @@ func (n *Network) Proxy(name, upstream string) (string, error) {
 	return l.Addr(), nil
 }
 
-// Get returns the link with the name, or nil.
+// Get returns the link with the name, as a holder of its own, or nil.
 func (n *Network) Get(name string) *Link {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.links[name]
+	if l, ok := n.links[name]; ok {
+		return &Link{proxied: l}
+	}
+	return nil
 }
 
 // all returns every link, sorted by name.
-func (n *Network) all() []*Link {
+func (n *Network) all() []*proxied {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := make([]*Link, 0, len(n.links))
+	out := make([]*proxied, 0, len(n.links))
 	for _, l := range n.links {
 		out = append(out, l)
 	}
@@ -92,7 +110,7 @@ func (n *Network) all() []*Link {
 func (n *Network) HealAll() error {
 	var errs []error
 	for _, l := range n.all() {
-		errs = append(errs, l.Heal())
+		errs = append(errs, l.healAll())
 	}
 	return errors.Join(errs...)
 }
@@ -103,7 +121,7 @@ func (n *Network) Faulted() []string {
 	for _, l := range n.all() {
 		l.mu.Lock()
 		faults := slices.Clone(l.toxic)
-		if l.refusing {
+		if l.refusers > 0 {
 			faults = append(faults, "refusing connections")
 		}
 		if len(faults) > 0 {
@@ -119,7 +137,7 @@ func (n *Network) Close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.server.Collection.Clear()
-	n.links = map[string]*Link{}
+	n.links = map[string]*proxied{}
 }
 
 // Addr is where clients connect to use the link.
@@ -138,8 +156,12 @@ func (l *Link) Blackhole() error {
 func (l *Link) Refuse() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.refused {
+		return
+	}
 	l.proxy.Stop()
-	l.refusing = true
+	l.refusers++
+	l.refused = true
 }
 
 // Delay adds d of latency in each direction (toxiproxy's latency is one-way).
@@ -161,13 +183,15 @@ func (l *Link) add(kind string, streams []string, attrs map[string]any) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, stream := range streams {
-		name := kind + "_" + stream
+		name := fmt.Sprintf("%s_%s_%d", kind, stream, l.seq)
+		l.seq++
 		js := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`,
 			name, kind, stream, attrsJSON(attrs))
 		if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
 			return fmt.Errorf("link %s: add %s: %w", l.Name, name, err)
 		}
 		l.toxic = append(l.toxic, name)
+		l.added = append(l.added, name)
 	}
 	return nil
 }
@@ -185,28 +209,56 @@ func attrsJSON(attrs map[string]any) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-// Heal removes the link's toxics and takes connections again if it was
-// refusing them. Removing a blackhole closes the connections it held, so
-// clients reconnect. A refusing link listens again on its own address;
-// should that address have been taken meanwhile, it says so and stays
-// refusing (Faulted names it).
+// Heal removes the toxics this holder added and, if it had the link
+// refuse connections and no other holder still does, takes them again.
+// Removing a blackhole closes the connections it held, so clients
+// reconnect. A refusing link listens again on its own address; should that
+// address have been taken meanwhile, it says so and stays refusing
+// (Faulted names it).
 func (l *Link) Heal() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, name := range l.added {
+		l.proxy.Toxics.RemoveToxic(context.Background(), name)
+		l.toxic = slices.DeleteFunc(l.toxic, func(t string) bool { return t == name })
+	}
+	l.added = nil
+	if !l.refused {
+		return nil
+	}
+	l.refused = false
+	l.refusers--
+	if l.refusers > 0 {
+		return nil
+	}
+	return l.listen()
+}
+
+// healAll removes every toxic of the link, whoever added it, and takes
+// connections again.
+func (l *proxied) healAll() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, name := range l.toxic {
 		l.proxy.Toxics.RemoveToxic(context.Background(), name)
 	}
 	l.toxic = nil
-	if !l.refusing {
+	if l.refusers == 0 {
 		return nil
 	}
+	l.refusers = 0
+	return l.listen()
+}
+
+// listen starts a stopped proxy again, under l.mu.
+func (l *proxied) listen() error {
 	var err error
 	for try := 0; try < 50; try++ {
 		if err = l.proxy.Start(); err == nil || errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
-			l.refusing = false
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	l.refusers = max(l.refusers, 1) // still refusing: Faulted names it
 	return fmt.Errorf("link %s: listening again on %s: %w", l.Name, l.proxy.Listen, err)
 }

@@ -214,3 +214,71 @@ func TestRefusedLinkRefusesThenHeals(t *testing.T) {
 		t.Errorf("healed link carried nothing: %v", err)
 	}
 }
+
+// Two faults whose windows overlap on one link each add their own toxics
+// and heal only those: two delays stack instead of clashing by name (a
+// schedule whose two latency faults overlapped failed its run with
+// "toxic already exists"), the first heal leaves the second's delay in
+// place, and a link two faults refused listens again only when both have
+// healed.
+func TestOverlappingFaultsOnALinkHealTheirOwn(t *testing.T) {
+	upstream, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer upstream.Close()
+	go func() {
+		for {
+			c, err := upstream.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(c, c)
+		}
+	}()
+	n := NewNetwork()
+	defer n.Close()
+	if _, err := n.Link("c0-n1", upstream.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	first, second := n.Get("c0-n1"), n.Get("c0-n1")
+	if err := first.Delay(50 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Delay(50 * time.Millisecond); err != nil {
+		t.Fatalf("a second delay on the link: %v", err)
+	}
+	if got := n.Faulted(); len(got) != 1 || strings.Count(got[0], "latency") != 4 {
+		t.Errorf("Faulted() = %q, want both delays, both ways", got)
+	}
+	if err := first.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Faulted(); len(got) != 1 || strings.Count(got[0], "latency") != 2 {
+		t.Errorf("after the first heal Faulted() = %q, want the second delay only", got)
+	}
+	if err := second.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Faulted(); len(got) != 0 {
+		t.Errorf("after both heals Faulted() = %q", got)
+	}
+
+	first.Refuse()
+	second.Refuse()
+	if err := first.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.Dial("tcp", first.Addr()); err == nil {
+		c.Close()
+		t.Error("the link listened again while the second fault still refused it")
+	}
+	if err := second.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", first.Addr())
+	if err != nil {
+		t.Fatalf("healed by both: %v", err)
+	}
+	c.Close()
+}

@@ -205,7 +205,7 @@ var splitBrain = Fault{
 		links := append([]*Link(nil), internal...)
 		for slot := 0; slot < env.NumClients; slot++ {
 			for _, l := range env.ClientLinks(slot) {
-				toPrimary := l == env.ClientLink(slot, p.Name())
+				toPrimary := l.Name == env.Cluster.ClientLink(slot, p.Name())
 				if inMinority[slot] != toPrimary {
 					links = append(links, l)
 				}
