@@ -100,7 +100,7 @@ bench-ops: build
 
 ## bench-explore: guided search against random search, K seeds each (SEEDS, default 3) of every target with the same budget (BUDGET, default 5m); TARGETS narrows them
 bench-explore: build
-	$(GO) run ./internal/explorebench -seeds $(or $(SEEDS),3) -budget $(or $(BUDGET),5m) $(if $(TARGETS),-targets $(TARGETS))
+	$(GO) run ./cmd/explorebench -seeds $(or $(SEEDS),3) -budget $(or $(BUDGET),5m) $(if $(TARGETS),-targets $(TARGETS))
 
 ## repro-failover: reproduce the Sentinel failover double grant for ten seeds
 repro-failover: build
