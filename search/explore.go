@@ -134,6 +134,10 @@ type entry struct {
 	features []string
 	margins  map[string]float64
 	wanted   bool // it found a wanted anomaly
+	// unproven: porcupine found the lock's operations not linearizable,
+	// but no audit could name the anomaly: as near as a run comes to a
+	// double grant without proving one.
+	unproven bool
 	picks    int
 }
 
@@ -286,6 +290,9 @@ func (e *explorer) score(ent *entry) float64 {
 	if ent.wanted {
 		s += 4
 	}
+	if ent.unproven && e.steersBy(checker.Exclusivity) {
+		s += 2
+	}
 	return s
 }
 
@@ -348,6 +355,9 @@ func (e *explorer) observe(n int, p pending, out runner.Outcome, err error, took
 	var features []string
 	if err == nil && res.Error == nil {
 		features = Features(events, res.Margins, e.opt.Space.ttl())
+		if unproven(res.Valid, res.Checker.Linearizability.Result, res.Anomalies) {
+			features = append(features, "not linearizable, no anomaly named")
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -390,7 +400,8 @@ func (e *explorer) observe(n int, p pending, out runner.Outcome, err error, took
 		}
 	}
 	if r.New > 0 || wanted {
-		e.admit(&entry{run: n, genome: p.genome, swarm: p.swarm, features: features, margins: r.Margins, wanted: wanted})
+		e.admit(&entry{run: n, genome: p.genome, swarm: p.swarm, features: features, margins: r.Margins, wanted: wanted,
+			unproven: unproven(res.Valid, res.Checker.Linearizability.Result, res.Anomalies)})
 	}
 	e.out.Runs = append(e.out.Runs, r)
 	if e.opt.Log != nil {
@@ -416,4 +427,17 @@ func (e *explorer) admit(ent *entry) {
 		}
 	}
 	e.corpus = slices.Delete(e.corpus, worst, worst+1)
+}
+
+// unproven reports a verdict of invalid that rests on porcupine alone.
+func unproven(valid checker.Verdict, linear string, anomalies map[string]int) bool {
+	if valid != checker.Invalid || linear != checker.LinearIllegal {
+		return false
+	}
+	for _, n := range anomalies {
+		if n > 0 {
+			return false
+		}
+	}
+	return true
 }
