@@ -39,9 +39,10 @@ type ExploreOptions struct {
 	Space    Space
 	Strategy string
 	// Budget bounds the search: no run starts that the last ones' length
-	// says would end past it.
-	Budget time.Duration
-	Seed   int64
+	// says would end past it. Once a wanted anomaly is found, the search
+	// ends Reserve sooner, which is left for what follows it (shrinking).
+	Budget, Reserve time.Duration
+	Seed            int64
 	// UntilFirst ends the search at the first anomaly of a wanted kind.
 	UntilFirst bool
 	// Want are the anomaly kinds the search is after (none: any): others
@@ -218,8 +219,11 @@ func (e *explorer) next() (pending, int, bool) {
 	if e.opt.UntilFirst && e.out.FirstWanted() != nil {
 		return pending{}, 0, false
 	}
-	elapsed := time.Since(e.start)
-	if elapsed >= e.opt.Budget {
+	elapsed, budget := time.Since(e.start), e.opt.Budget
+	if e.out.FirstWanted() != nil {
+		budget -= e.opt.Reserve
+	}
+	if elapsed >= budget {
 		return pending{}, 0, false
 	}
 	if len(e.lengths) > 0 {
@@ -227,7 +231,7 @@ func (e *explorer) next() (pending, int, bool) {
 		for _, l := range e.lengths {
 			sum += l
 		}
-		if elapsed+sum/time.Duration(len(e.lengths)) > e.opt.Budget {
+		if elapsed+sum/time.Duration(len(e.lengths)) > budget {
 			return pending{}, 0, false
 		}
 	}

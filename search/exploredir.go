@@ -55,11 +55,11 @@ func ExploreInStore(ctx context.Context, opt ExploreRunOptions) (ExploredRun, er
 		return runner.Run(ctx, plan, runner.Options{Store: opt.Store, CheckTimeout: opt.CheckTimeout, StopOn: checker.OnlineAnomalies, Reuse: pool, Progress: opt.Progress})
 	}
 	began := time.Now()
-	// The search leaves the shrinks their share of the budget.
+	// Once it has found something, the search leaves the shrinks their
+	// share of the budget.
 	searching := opt.ExploreOptions
-	searching.Budget = time.Duration((1 - opt.ShrinkShare) * float64(opt.Budget))
+	searching.Reserve = time.Duration(opt.ShrinkShare * float64(opt.Budget))
 	ex := ExploredRun{Explored: Explore(ctx, searching)}
-	ex.Budget = opt.Budget.String()
 	ex.Interrupted = ctx.Err() != nil
 	ex.Dir = filepath.Join(opt.Store, "explore", fmt.Sprintf("%s-%s-%s-%s", opt.Space.Base.Lock, opt.Space.Base.Topology, opt.Strategy, began.Format("20060102T150405")))
 	if !ex.Interrupted && opt.ShrinkShare > 0 {
