@@ -211,6 +211,15 @@ func (s Space) swarm(rng *rand.Rand) Swarm {
 func (s Space) Fresh(rng *rand.Rand) (Genome, Swarm) {
 	sw := s.swarm(rng)
 	g := Genome{Clients: s.Base.Clients, Hold: s.Base.Hold.D()}
+	// Half the schedules run with fewer clients, half with another hold:
+	// a pause that must end just after another's release, or a lease that
+	// must be extended, needs them.
+	if rng.Intn(2) == 0 {
+		g.Clients = s.clients(rng)
+	}
+	if rng.Intn(2) == 0 {
+		g.Hold = s.hold(rng)
+	}
 	for range oneToThree(rng, 0.35, 0.15) {
 		g.Genes = append(g.Genes, s.gene(rng, sw))
 	}
@@ -290,8 +299,8 @@ var mutations = []struct {
 	name   string
 	weight int
 }{
-	{"re-anchor", 20}, {"option", 20}, {"insert", 15}, {"move", 10},
-	{"replace", 10}, {"delete", 10}, {"clients", 5}, {"hold", 5}, {"splice", 5},
+	{"re-anchor", 20}, {"option", 20}, {"insert", 10}, {"move", 10},
+	{"replace", 10}, {"delete", 10}, {"clients", 10}, {"hold", 5}, {"splice", 5},
 }
 
 // maxGenes bounds a schedule: most failures need at most three faults.
@@ -375,10 +384,9 @@ func (s Space) mutateOnce(rng *rand.Rand, g *Genome, sw Swarm, other Genome) str
 		}
 		g.Genes = slices.Delete(g.Genes, i, i+1)
 	case "clients":
-		g.Clients = max(2, min(6, g.Clients+[]int{-1, 1}[rng.Intn(2)]))
+		g.Clients = s.clients(rng)
 	case "hold":
-		ttl := s.ttl()
-		g.Hold = []time.Duration{s.Base.Hold.D(), ttl / 4, ttl / 2, ttl * 3 / 2}[rng.Intn(4)]
+		g.Hold = s.hold(rng)
 	case "splice":
 		if len(other.Genes) == 0 {
 			return s.mutateOnce(rng, g, sw, other)
@@ -398,4 +406,18 @@ func (s Space) nudge(rng *rand.Rand, at time.Duration) time.Duration {
 	ttl := s.ttl()
 	d := at + time.Duration(rng.Int63n(int64(2*ttl)+1)) - ttl
 	return min(max(d, 300*time.Millisecond), s.latest()).Round(time.Millisecond)
+}
+
+// clients draws a number of clients from two to the base's (at least
+// four).
+func (s Space) clients(rng *rand.Rand) int {
+	return 2 + rng.Intn(max(s.Base.Clients, 4)-1)
+}
+
+// hold draws a hold: the base's, a quarter or half of the TTL (a lease a
+// renewing client extends), or one and a half TTLs (which only renewal
+// survives).
+func (s Space) hold(rng *rand.Rand) time.Duration {
+	ttl := s.ttl()
+	return []time.Duration{s.Base.Hold.D(), ttl / 4, ttl / 2, ttl * 3 / 2}[rng.Intn(4)]
 }
