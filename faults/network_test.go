@@ -156,23 +156,10 @@ func TestAvailableAsksTheTopology(t *testing.T) {
 // a client learns at once that nothing got through; healed, it listens on
 // its own address again.
 func TestRefusedLinkRefusesThenHeals(t *testing.T) {
-	upstream, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer upstream.Close()
-	go func() {
-		for {
-			c, err := upstream.Accept()
-			if err != nil {
-				return
-			}
-			go io.Copy(c, c)
-		}
-	}()
+	upstream := echoServer(t)
 	n := NewNetwork()
 	defer n.Close()
-	l, err := n.Link("c0-n1", upstream.Addr().String())
+	l, err := n.Link("c0-n1", upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,23 +209,10 @@ func TestRefusedLinkRefusesThenHeals(t *testing.T) {
 // place, and a link two faults refused listens again only when both have
 // healed.
 func TestOverlappingFaultsOnALinkHealTheirOwn(t *testing.T) {
-	upstream, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer upstream.Close()
-	go func() {
-		for {
-			c, err := upstream.Accept()
-			if err != nil {
-				return
-			}
-			go io.Copy(c, c)
-		}
-	}()
+	upstream := echoServer(t)
 	n := NewNetwork()
 	defer n.Close()
-	if _, err := n.Link("c0-n1", upstream.Addr().String()); err != nil {
+	if _, err := n.Link("c0-n1", upstream); err != nil {
 		t.Fatal(err)
 	}
 	first, second := n.Get("c0-n1"), n.Get("c0-n1")
@@ -281,4 +255,25 @@ func TestOverlappingFaultsOnALinkHealTheirOwn(t *testing.T) {
 		t.Fatalf("healed by both: %v", err)
 	}
 	c.Close()
+}
+
+// echoServer listens on a local port and echoes what each connection
+// sends, until the test ends; it returns its address.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(c, c)
+		}
+	}()
+	return l.Addr().String()
 }
