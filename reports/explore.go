@@ -96,7 +96,9 @@ func chart(title, unit string, xs, ys []float64, logY bool) template.HTML {
 		maxY = minY + 1
 	}
 	px := func(x float64) float64 { return left + x/maxX*(w-left-10) }
-	py := func(y float64) float64 { return 10 + (1-(tx(y)-minY)/(maxY-minY))*(h-bottom-10) }
+	// top places a value already on the chart's scale; py a value drawn.
+	top := func(v float64) float64 { return 10 + (1-(v-minY)/(maxY-minY))*(h-bottom-10) }
+	py := func(y float64) float64 { return top(tx(y)) }
 	var pts, dots []string
 	for i := range xs {
 		if i > 0 {
@@ -112,7 +114,6 @@ func chart(title, unit string, xs, ys []float64, logY bool) template.HTML {
 		}
 		return fmt.Sprintf("%.0f", v)
 	}
-	top := func(v float64) float64 { return 10 + (1-(v-minY)/(maxY-minY))*(h-bottom-10) }
 	var b strings.Builder
 	fmt.Fprintf(&b, `<figure><svg width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">`, w, h, w, h, template.HTMLEscapeString(title))
 	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#999"/>`, left, h-bottom, w-10, h-bottom)

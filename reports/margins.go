@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,15 +15,7 @@ func Closest(margins []checker.Margin) *checker.Margin {
 	if len(margins) == 0 {
 		return nil
 	}
-	m := slices.MinFunc(margins, func(a, b checker.Margin) int {
-		switch {
-		case a.Ms < b.Ms:
-			return -1
-		case a.Ms > b.Ms:
-			return 1
-		}
-		return 0
-	})
+	m := slices.MinFunc(margins, func(a, b checker.Margin) int { return cmp.Compare(a.Ms, b.Ms) })
 	return &m
 }
 
