@@ -44,6 +44,10 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	store := c.storeFlag("explore/ for the searches")
 	checkTimeout := c.checkTimeoutFlag()
 	verbose := c.Bool("v", false, "print each run's progress lines")
+	shard := c.String("shard", "", "run shard `i/n` of a campaign: a search of its own draws (seed·n+i−1) under the whole budget; `harness explore merge` joins the shards")
+	if len(args) > 0 && args[0] == "merge" {
+		return cmdExploreMerge(args[1:], stdout, stderr)
+	}
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -77,6 +81,16 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	if !c.set("seed") {
 		*seed = time.Now().UnixNano() % 1_000_000
 	}
+	if *shard != "" {
+		i, n, err := search.ParseShard(*shard)
+		if err != nil {
+			return c.fail(stderr, "%v", err)
+		}
+		if !c.set("seed") {
+			return c.fail(stderr, "--shard %s needs --seed: the shards of a campaign share one, each searching with its own draws from it", *shard)
+		}
+		*seed = search.ShardSeed(*seed, i, n)
+	}
 	space, err := search.NewSpace(spec, *nemesis)
 	if err != nil {
 		return c.fail(stderr, "%v", err)
@@ -88,12 +102,16 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	if len(wants) > 0 {
 		sought = strings.Join(wants, ", ")
 	}
-	fmt.Fprintf(stdout, "explore %s on %s (%s search, seed %d, budget %v): seeking %s over %d faults: %s\n",
-		spec.Lock, spec.Topology, *strategy, *seed, *budget, sought, len(space.Faults), strings.Join(space.FaultNames(), ", "))
+	part := ""
+	if *shard != "" {
+		part = ", shard " + *shard
+	}
+	fmt.Fprintf(stdout, "explore %s on %s (%s search%s, seed %d, budget %v): seeking %s over %d faults: %s\n",
+		spec.Lock, spec.Topology, *strategy, part, *seed, *budget, sought, len(space.Faults), strings.Join(space.FaultNames(), ", "))
 	opt := search.ExploreRunOptions{
 		ExploreOptions: search.ExploreOptions{Space: space, Strategy: *strategy, Budget: *budget, Seed: *seed, UntilFirst: *until == "first",
 			Want: wants, Parallel: *parallel, Log: func(format string, args ...any) { fmt.Fprintf(stdout, "  "+format+"\n", args...) }},
-		Store: *store, CheckTimeout: *checkTimeout, ShrinkShare: *shrinkShare, Tries: *tries,
+		Store: *store, CheckTimeout: *checkTimeout, ShrinkShare: *shrinkShare, Tries: *tries, Shard: *shard,
 	}
 	if *verbose {
 		opt.Progress = stderr
@@ -103,6 +121,14 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "harness explore: %v\n", err)
 		return exitHarness
 	}
+	return printExplored(stdout, ex, *tries)
+}
+
+// printExplored prints what a search found, its closest calls and its
+// page, and says the exit code its verdict gives: 255 when it (or a
+// search merged) was interrupted, else 1 when a sought anomaly was found,
+// else 0.
+func printExplored(stdout io.Writer, ex search.ExploredRun, tries int) int {
 	fmt.Fprintf(stdout, "%d runs in %.0fs: %d features, %d schedules kept\n", len(ex.Runs), ex.Seconds, ex.Features, ex.Corpus)
 	for _, f := range ex.Findings {
 		mark := ""
@@ -111,7 +137,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "  found %s%s in run #%d after %.0fs: %s\n    run       %s\n", f.Anomaly, mark, f.Run, f.Seconds, f.Genome, f.Dir)
 		if f.Minimal != "" {
-			fmt.Fprintf(stdout, "    minimal   %s (%s)\n    repro     harness repro %s --seeds %d\n", f.Minimal, f.Shrink, f.Minimal, *tries)
+			fmt.Fprintf(stdout, "    minimal   %s (%s)\n    repro     harness repro %s --seeds %d\n", f.Minimal, f.Shrink, f.Minimal, tries)
 		} else if f.Shrink != "" {
 			fmt.Fprintf(stdout, "    shrink    %s\n", f.Shrink)
 		}
@@ -121,6 +147,11 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "  page      %s\n", filepath.Join(ex.Dir, "explore.html"))
 	if ex.Interrupted {
+		if ex.FirstWanted() != nil {
+			fmt.Fprintln(stdout, "verdict: the lock broke, before the search was interrupted")
+		} else {
+			fmt.Fprintln(stdout, "verdict: none: the search was interrupted before its budget")
+		}
 		return exitHarness
 	}
 	if ex.FirstWanted() != nil {
@@ -129,4 +160,34 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "verdict: no anomaly found within the budget")
 	return 0
+}
+
+// cmdExploreMerge joins the searches of a campaign's shards.
+func cmdExploreMerge(args []string, stdout, stderr io.Writer) int {
+	c := newCommand("explore merge", "DIR... [flags]", "Joins searches of one lock on one topology and workload (the shards of a campaign,\n"+
+		"`harness explore --shard i/n`, or any searches of it) into STORE/explore/L-T-merged-TIME/:\n"+
+		"every run, numbered anew in the order they ended (each counted from its own search's\n"+
+		"start), the first finding of each kind (a shrunk one first), each property's closest\n"+
+		"call, the features reached and the corpora kept. Exits 1 when a search found an anomaly\n"+
+		"it sought, 0 when none did, 64 for a bad command line or a directory that holds no\n"+
+		"search (or searches that cannot be joined), 255 when one was interrupted.")
+	store := c.storeFlag("the merge goes to STORE/explore/")
+	pos, code, ok := c.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 {
+		return c.fail(stderr, "which searches? give each shard's STORE/explore/L-T-STRATEGY-shard-I-of-N-TIME directory")
+	}
+	merged, err := search.MergeDirs(pos)
+	if err != nil {
+		return c.fail(stderr, "%v", err)
+	}
+	ex, err := search.WriteMerged(*store, merged)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness explore merge: %v\n", err)
+		return exitHarness
+	}
+	fmt.Fprintf(stdout, "explore %s on %s: %d searches merged (%s)\n", ex.Lock, ex.Topology, len(ex.Sources), ex.Strategy)
+	return printExplored(stdout, ex, 3)
 }

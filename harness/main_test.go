@@ -58,6 +58,10 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		{[]string{"explore", "--nemesis", "gremlins"}, `unknown nemesis "gremlins"`},
 		{[]string{"explore", "--lock", "nolock"}, `unknown lock "nolock" (valid: cad,`},
 		{[]string{"explore", "--shrink-share", "1"}, `--shrink-share must be at least 0 and below 1, got 1`},
+		{[]string{"explore", "--shard", "3/2", "--seed", "1"}, `--shard must be i/n with 1 ≤ i ≤ n, got "3/2"`},
+		{[]string{"explore", "--shard", "1/2"}, `--shard 1/2 needs --seed: the shards of a campaign share one`},
+		{[]string{"explore", "merge"}, `which searches? give each shard's`},
+		{[]string{"explore", "merge", "/nonexistent"}, `/nonexistent is not a search's directory: it has no explore.json`},
 		{nil, "Usage:"},
 	}
 	for _, c := range cases {

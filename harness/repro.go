@@ -123,7 +123,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(out, "  compare with `harness repro %s --seeds %d --store %s`\n", entry.Compare, *seeds, *store)
 			}
 		}
-		path := filepath.Join(*store, entry.Name, "repro-"+time.Now().Format("20060102T150405")+".txt")
+		path := filepath.Join(*store, reports.PathSafe(entry.Name), "repro-"+time.Now().Format("20060102T150405")+".txt")
 		if err := os.WriteFile(path, []byte(report.String()), 0o644); err == nil {
 			fmt.Fprintf(human, "  written to %s\n", path)
 		}

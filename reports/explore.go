@@ -14,7 +14,12 @@ import (
 // story), how its coverage and closest calls went over time, and, for a
 // lock that never broke, how close it came.
 type ExplorePage struct {
-	Strategy    string
+	Lock, Topology string
+	Strategy       string
+	// Shard is "i/n" for one shard of a campaign; Sources the searches a
+	// merge joined.
+	Shard       string
+	Sources     []ExploreSourceRow
 	Seed        int64
 	Budget      string
 	Seconds     float64
@@ -28,6 +33,14 @@ type ExplorePage struct {
 	// Progress is every run in order; Properties the margins measured.
 	Progress   []ExplorePoint
 	Properties []string
+}
+
+// ExploreSourceRow is a search a merge joined.
+type ExploreSourceRow struct {
+	Label, Link, Strategy, Shard string
+	Seed                         int64
+	Runs                         int
+	Seconds                      float64
 }
 
 // ExploreFindingRow is an anomaly kind's first finding.
@@ -55,7 +68,9 @@ type ExploreClosestRow struct {
 // ExplorePoint is one run of the search as the progress shows it: the
 // features reached and each property's best margin so far, by its end.
 type ExplorePoint struct {
-	Run      int
+	Run int
+	// Search is, in a merge, the search the run was part of.
+	Search   string
 	Seconds  float64
 	Features int
 	New      int

@@ -32,6 +32,28 @@ func TestRunDirsAndLatest(t *testing.T) {
 	}
 }
 
+// A lock's options (colons, '=') do not reach a directory's name, and two
+// searches started in the same second get two directories.
+func TestExploreDirsArePathSafeAndDistinct(t *testing.T) {
+	store := t.TempDir()
+	now := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
+	a, err := NewExploreDir(store, "redsync:setnx-on-extend:tries=1-redlock-guided", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewExploreDir(store, "redsync:setnx-on-extend:tries=1-redlock-guided", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(a) != "redsync_setnx-on-extend_tries_1-redlock-guided-20261205T080000" || filepath.Base(b) != filepath.Base(a)+"-2" {
+		t.Fatalf("explore dirs %s and %s", a, b)
+	}
+	run, err := NewRunDir(store, "explore-redsync:tries=1 x/y", now)
+	if err != nil || filepath.Base(filepath.Dir(run)) != "explore-redsync_tries_1_x_y" {
+		t.Fatalf("run dir %s, %v", run, err)
+	}
+}
+
 // results.json is read by scripts: its top-level keys and the verdict's
 // encoding are the contract.
 func TestResultsContract(t *testing.T) {

@@ -8,14 +8,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
 
-// NewRunDir creates store/<name>/<YYYYMMDDTHHMMSS>/ (with a -N suffix when
+// NewRunDir creates store/<name>/<YYYYMMDDTHHMMSS>/ (the name PathSafe; a -N suffix when
 // two runs start in the same second) and points store/latest at it.
 func NewRunDir(store, name string, now time.Time) (string, error) {
-	dir, err := newStampDir(filepath.Join(store, name), now)
+	dir, err := newStampDir(filepath.Join(store, PathSafe(name)), "", now)
 	if err != nil {
 		return "", err
 	}
@@ -28,14 +29,35 @@ func NewRunDir(store, name string, now time.Time) (string, error) {
 // NewSuiteDir creates store/suites/<YYYYMMDDTHHMMSS>/; store/latest keeps
 // pointing at the newest run.
 func NewSuiteDir(store string, now time.Time) (string, error) {
-	return newStampDir(filepath.Join(store, "suites"), now)
+	return newStampDir(filepath.Join(store, "suites"), "", now)
 }
 
-func newStampDir(base string, now time.Time) (string, error) {
+// NewExploreDir creates store/explore/<name>-<YYYYMMDDTHHMMSS>/, with a -N
+// suffix when searches started in the same second (the shards of one
+// campaign do) share a name.
+func NewExploreDir(store, name string, now time.Time) (string, error) {
+	return newStampDir(filepath.Join(store, "explore"), PathSafe(name)+"-", now)
+}
+
+// PathSafe is name with every character but letters, digits, '.', '-' and
+// '_' replaced by '_': a lock's name carries its options
+// (redsync:setnx-on-extend:tries=1), and a colon or '=' in a directory
+// name trips make, scp and other filesystems.
+func PathSafe(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+func newStampDir(base, prefix string, now time.Time) (string, error) {
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return "", err
 	}
-	stamp := now.Format("20060102T150405")
+	stamp := prefix + now.Format("20060102T150405")
 	dir := filepath.Join(base, stamp)
 	for i := 2; ; i++ {
 		err := os.Mkdir(dir, 0o755)

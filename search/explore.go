@@ -74,6 +74,12 @@ type ExploreRun struct {
 	New      int    `json:"new"`
 	Features int    `json:"features"`
 	Error    string `json:"error,omitempty"`
+	// Reached are the features the run reached.
+	Reached []string `json:"reached,omitempty"`
+	// Search is, in a merge, the search the run was part of, and
+	// SearchRun its number there.
+	Search    string `json:"search,omitempty"`
+	SearchRun int    `json:"search_run,omitempty"`
 }
 
 // ExploreFinding is the first run that found an anomaly kind.
@@ -92,8 +98,14 @@ type ExploreFinding struct {
 
 // Explored is a finished search.
 type Explored struct {
-	Strategy string           `json:"strategy"`
-	Seed     int64            `json:"seed"`
+	Lock     string   `json:"lock"`
+	Topology string   `json:"topology"`
+	Workload string   `json:"workload"`
+	Want     []string `json:"want,omitempty"`
+	Strategy string   `json:"strategy"`
+	Seed     int64    `json:"seed"`
+	// Shard is "i/n" for one shard of a campaign (explore --shard).
+	Shard    string           `json:"shard,omitempty"`
 	Budget   string           `json:"budget"`
 	Faults   []string         `json:"faults"`
 	Seconds  float64          `json:"seconds"`
@@ -103,6 +115,12 @@ type Explored struct {
 	// it kept.
 	Features int `json:"features"`
 	Corpus   int `json:"corpus"`
+	// Reached counts the runs that reached each feature; Kept is the
+	// corpus. A merge joins both.
+	Reached map[string]int `json:"reached"`
+	Kept    []Kept         `json:"kept"`
+	// Sources are the searches a merge joined.
+	Sources []ExploreSource `json:"sources,omitempty"`
 	// Closest is each property's smallest margin over the search, with
 	// the run that set it.
 	Closest []ClosestCall `json:"closest"`
@@ -127,19 +145,25 @@ func (e Explored) FirstWanted() *ExploreFinding {
 	return nil
 }
 
-// entry is a schedule the corpus keeps.
-type entry struct {
-	run      int
-	genome   Genome
-	swarm    Swarm
-	features []string
-	margins  map[string]float64
-	wanted   bool // it found a wanted anomaly
-	// unproven: porcupine found the lock's operations not linearizable,
+// Kept is a schedule the corpus keeps, with what its run reached.
+type Kept struct {
+	Run      int                `json:"run"`
+	Search   string             `json:"search,omitempty"`
+	Genome   Genome             `json:"genome"`
+	Swarm    Swarm              `json:"swarm"`
+	Features []string           `json:"features"`
+	Margins  map[string]float64 `json:"margins,omitempty"`
+	Wanted   bool               `json:"wanted,omitempty"` // it found a wanted anomaly
+	// Unproven: porcupine found the lock's operations not linearizable,
 	// but no audit could name the anomaly: as near as a run comes to a
 	// double grant without proving one.
-	unproven bool
-	picks    int
+	Unproven bool `json:"unproven,omitempty"`
+}
+
+// entry is a corpus entry as the search weighs it.
+type entry struct {
+	Kept
+	picks int
 }
 
 // explorer is a search under way; mu guards all of it.
@@ -178,7 +202,9 @@ const (
 // wanted anomaly is found; ctx ending stops it with what it has.
 func Explore(ctx context.Context, opt ExploreOptions) Explored {
 	e := &explorer{opt: opt, start: time.Now(), rng: rand.New(rand.NewSource(opt.Seed)), hits: map[string]int{}, ran: map[string]bool{}}
-	e.out = Explored{Strategy: opt.Strategy, Seed: opt.Seed, Budget: opt.Budget.String(), Faults: opt.Space.FaultNames()}
+	base := opt.Space.Base
+	e.out = Explored{Lock: base.Lock, Topology: base.Topology, Workload: base.Workload, Want: opt.Want,
+		Strategy: opt.Strategy, Seed: opt.Seed, Budget: opt.Budget.String(), Faults: opt.Space.FaultNames()}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
@@ -191,7 +217,7 @@ func Explore(ctx context.Context, opt ExploreOptions) Explored {
 				}
 				began := time.Now()
 				spec := opt.Space.Spec(p.genome, opt.Seed*1000+int64(n))
-				spec.Name = fmt.Sprintf("explore-%s-%s", opt.Space.Base.Lock, opt.Space.Base.Topology)
+				spec.Name = fmt.Sprintf("explore-%s-%s", base.Lock, base.Topology)
 				out, err := opt.Try(ctx, spec)
 				if ctx.Err() != nil && (err != nil || out.Results.Interrupted) {
 					return // stopped from outside, or by another run's find
@@ -206,7 +232,11 @@ func Explore(ctx context.Context, opt ExploreOptions) Explored {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.out.Seconds = time.Since(e.start).Seconds()
-	e.out.Features, e.out.Corpus = len(e.hits), len(e.corpus)
+	e.out.Features, e.out.Corpus, e.out.Reached = len(e.hits), len(e.corpus), e.hits
+	for _, ent := range e.corpus {
+		e.out.Kept = append(e.out.Kept, ent.Kept)
+	}
+	slices.SortFunc(e.out.Kept, func(a, b Kept) int { return cmp.Compare(a.Run, b.Run) })
 	slices.SortFunc(e.out.Runs, func(a, b ExploreRun) int { return cmp.Compare(a.N, b.N) })
 	return e.out
 }
@@ -266,9 +296,9 @@ func (e *explorer) draw() pending {
 		ent, energy := e.pick()
 		ent.picks++
 		for range energy {
-			other := e.corpus[e.rng.Intn(len(e.corpus))].genome
-			g, did := e.opt.Space.Mutate(e.rng, ent.genome, ent.swarm, other)
-			e.queue = append(e.queue, pending{genome: g, swarm: ent.swarm, from: ent.run, did: did})
+			other := e.corpus[e.rng.Intn(len(e.corpus))].Genome
+			g, did := e.opt.Space.Mutate(e.rng, ent.Genome, ent.Swarm, other)
+			e.queue = append(e.queue, pending{genome: g, swarm: ent.Swarm, from: ent.Run, did: did})
 		}
 	}
 	p := e.queue[0]
@@ -282,19 +312,19 @@ func (e *explorer) draw() pending {
 // and a wanted anomaly found.
 func (e *explorer) score(ent *entry) float64 {
 	s := 0.0
-	for _, f := range ent.features {
+	for _, f := range ent.Features {
 		s += 1 / math.Sqrt(float64(max(e.hits[f], 1)))
 	}
 	tau := float64(e.opt.Space.ttl()) / 4 / 1e6
-	for prop, ms := range ent.margins {
+	for prop, ms := range ent.Margins {
 		if e.steersBy(prop) {
 			s += 2 * math.Pow(2, -max(ms, 0)/tau)
 		}
 	}
-	if ent.wanted {
+	if ent.Wanted {
 		s += 4
 	}
-	if ent.unproven && e.steersBy(checker.Exclusivity) {
+	if ent.Unproven && e.steersBy(checker.Exclusivity) {
 		s += 2
 	}
 	return s
@@ -366,7 +396,7 @@ func (e *explorer) observe(n int, p pending, out runner.Outcome, err error, took
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.lengths = append(e.lengths, took)
-	r := ExploreRun{N: n, Genome: p.genome, From: p.from, Mutations: p.did, Dir: out.Dir, Found: Found(res), Seconds: time.Since(e.start).Seconds()}
+	r := ExploreRun{N: n, Genome: p.genome, From: p.from, Mutations: p.did, Dir: out.Dir, Found: Found(res), Seconds: time.Since(e.start).Seconds(), Reached: features}
 	if err != nil {
 		r.Error, r.Found = err.Error(), "error"
 	} else if res.Error != nil {
@@ -404,8 +434,8 @@ func (e *explorer) observe(n int, p pending, out runner.Outcome, err error, took
 		}
 	}
 	if r.New > 0 || wanted {
-		e.admit(&entry{run: n, genome: p.genome, swarm: p.swarm, features: features, margins: r.Margins, wanted: wanted,
-			unproven: unproven(res.Valid, res.Checker.Linearizability.Result, res.Anomalies)})
+		e.admit(&entry{Kept: Kept{Run: n, Genome: p.genome, Swarm: p.swarm, Features: features, Margins: r.Margins, Wanted: wanted,
+			Unproven: unproven(res.Valid, res.Checker.Linearizability.Result, res.Anomalies)}})
 	}
 	e.out.Runs = append(e.out.Runs, r)
 	if e.opt.Log != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
@@ -31,6 +32,9 @@ type ExploreRunOptions struct {
 	Tries       int
 	// Progress gets every run's own progress lines; nil for none.
 	Progress io.Writer
+	// Shard is "i/n" for one shard of a campaign: it names the search's
+	// directory and record (the seed is the caller's: ShardSeed).
+	Shard string
 }
 
 // ExploredRun is a finished search and where it was written.
@@ -61,14 +65,43 @@ func ExploreInStore(ctx context.Context, opt ExploreRunOptions) (ExploredRun, er
 	searching.Reserve = time.Duration(opt.ShrinkShare * float64(opt.Budget))
 	ex := ExploredRun{Explored: Explore(ctx, searching)}
 	ex.Interrupted = ctx.Err() != nil
-	ex.Dir = filepath.Join(opt.Store, "explore", fmt.Sprintf("%s-%s-%s-%s", opt.Space.Base.Lock, opt.Space.Base.Topology, opt.Strategy, began.Format("20060102T150405")))
+	ex.Shard = opt.Shard
+	name := fmt.Sprintf("%s-%s-%s", opt.Space.Base.Lock, opt.Space.Base.Topology, opt.Strategy)
+	if opt.Shard != "" {
+		name += "-shard-" + strings.ReplaceAll(opt.Shard, "/", "-of-")
+	}
+	dir, err := reports.NewExploreDir(opt.Store, name, began)
+	if err != nil {
+		return ex, err
+	}
+	ex.Dir = dir
 	if !ex.Interrupted && opt.ShrinkShare > 0 {
 		ex.shrinkFindings(ctx, opt)
 	}
-	if err := writeExplore(ex); err != nil {
-		return ex, err
+	return ex, WriteExplore(ex)
+}
+
+// MergeDirs reads the searches in dirs and merges them (Merge).
+func MergeDirs(dirs []string) (Explored, error) {
+	var list []ExploredRun
+	for _, d := range dirs {
+		ex, err := ReadExplored(d)
+		if err != nil {
+			return Explored{}, err
+		}
+		list = append(list, ex)
 	}
-	return ex, nil
+	return Merge(list)
+}
+
+// WriteMerged writes a merge to store/explore/LOCK-TOPOLOGY-merged-TIME/.
+func WriteMerged(store string, merged Explored) (ExploredRun, error) {
+	dir, err := reports.NewExploreDir(store, fmt.Sprintf("%s-%s-merged", merged.Lock, merged.Topology), time.Now())
+	if err != nil {
+		return ExploredRun{}, err
+	}
+	ex := ExploredRun{Explored: merged, Dir: dir}
+	return ex, WriteExplore(ex)
 }
 
 // shrinkFindings shrinks the first run of each wanted kind found, sharing
@@ -126,11 +159,9 @@ func (ex *ExploredRun) shrinkFindings(ctx context.Context, opt ExploreRunOptions
 	}
 }
 
-// writeExplore writes explore.json and explore.html.
-func writeExplore(ex ExploredRun) error {
-	if err := os.MkdirAll(ex.Dir, 0o755); err != nil {
-		return err
-	}
+// WriteExplore writes a search's explore.json and explore.html into its
+// directory.
+func WriteExplore(ex ExploredRun) error {
 	b, err := json.MarshalIndent(ex.Explored, "", "  ")
 	if err != nil {
 		return err
@@ -149,8 +180,12 @@ func explorePage(ex ExploredRun) reports.ExplorePage {
 		}
 		return p
 	}
-	page := reports.ExplorePage{Strategy: ex.Strategy, Seed: ex.Seed, Budget: ex.Budget, Seconds: ex.Seconds, Faults: ex.Faults,
+	page := reports.ExplorePage{Lock: ex.Lock, Topology: ex.Topology, Shard: ex.Shard, Strategy: ex.Strategy, Seed: ex.Seed, Budget: ex.Budget, Seconds: ex.Seconds, Faults: ex.Faults,
 		Runs: len(ex.Runs), Features: ex.Features, Corpus: ex.Corpus, Interrupted: ex.Interrupted}
+	for _, src := range ex.Sources {
+		page.Sources = append(page.Sources, reports.ExploreSourceRow{Label: src.Label, Link: rel(filepath.Join(src.Dir, "explore.html")),
+			Strategy: src.Strategy, Shard: src.Shard, Seed: src.Seed, Runs: src.Runs, Seconds: src.Seconds})
+	}
 	for _, f := range ex.Findings {
 		row := reports.ExploreFindingRow{Anomaly: f.Anomaly, Run: f.Run, Seconds: f.Seconds, Schedule: f.Genome.String(), Wanted: f.Wanted,
 			RunLink: rel(filepath.Join(f.Dir, "index.html")), Shrink: f.Shrink}
@@ -172,7 +207,7 @@ func explorePage(ex ExploredRun) reports.ExplorePage {
 				best[p] = ms
 			}
 		}
-		point := reports.ExplorePoint{Run: r.N, Seconds: r.Seconds, Features: r.Features, Found: r.Found, Schedule: r.Genome.String(), New: r.New, Best: map[string]float64{}}
+		point := reports.ExplorePoint{Run: r.N, Search: r.Search, Seconds: r.Seconds, Features: r.Features, Found: r.Found, Schedule: r.Genome.String(), New: r.New, Best: map[string]float64{}}
 		for p, v := range best {
 			point.Best[p] = v
 		}
