@@ -134,6 +134,9 @@ type checker struct {
 	// margins are each property's closest call so far (nil in an audit
 	// of a history still being recorded: they are the whole run's).
 	margins map[string]*margin
+	// lateUses are the extends and releases sent after their lease had
+	// certainly expired, for the ownership margins.
+	lateUses []foreignUse
 }
 
 type anomalyKey struct{ anomaly, key string }

@@ -159,6 +159,9 @@ func (c *checker) auditLeases() {
 			c.exclusivityMargins(key, ls)
 		}
 	}
+	if c.horizon == 0 {
+		c.ownershipMargins()
+	}
 	for _, f := range foreign {
 		c.reportForeign(f)
 	}
@@ -183,6 +186,9 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, for
 		late := u.InvT > plus(hi, c.slack)
 		if late && audit && u.Type == history.OK {
 			*foreign = append(*foreign, foreignUse{use: u, acq: acq, hi: plus(hi, c.slack), hiBy: hiBy})
+		}
+		if late && audit && u.Finished() && c.horizon == 0 {
+			c.lateUses = append(c.lateUses, foreignUse{use: u, acq: acq, hi: plus(hi, c.slack), hiBy: hiBy})
 		}
 		switch u.F {
 		case history.Release:

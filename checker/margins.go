@@ -35,10 +35,17 @@ const (
 	// lease: the node expires a live lease early, which a grant then turns
 	// into a double grant.
 	Clock = "clock"
+	// Ownership: a release or extend sent after its lease had certainly
+	// expired, against the lease another client certainly held on the
+	// key until it was answered: how long that lease was certainly held
+	// past the answer. Negative, the key may have been free when it
+	// arrived, which a release or extend that does not check its token
+	// (or re-creates the key) turns into a foreign release.
+	Ownership = "ownership"
 )
 
 // MarginProperties lists the properties in report order.
-var MarginProperties = []string{Exclusivity, Replication, FenceOrder, WriteValidity, Clock}
+var MarginProperties = []string{Exclusivity, Replication, FenceOrder, WriteValidity, Clock, Ownership}
 
 // MarginAnomaly is the anomaly a property's negative margin is: the
 // properties whose margin measures an audit's own bounds.
@@ -427,4 +434,52 @@ func (c *checker) holdingNode(nodes []string, probe *history.Event) string {
 		}
 	}
 	return ""
+}
+
+// ownershipMargins measures each release or extend sent after its lease
+// had certainly expired (lateUses) against the lease granted to another
+// before it was sent that was certainly held the longest: the room is
+// that lease's certain end less the use's answer. With none held that
+// long, the key may have been free from the later of that end and the
+// use's own lease's expiry.
+func (c *checker) ownershipMargins() {
+	for _, f := range c.lateUses {
+		u := f.use
+		var other *lease
+		for _, l := range c.leases[u.Key] {
+			if l.acq == f.acq || l.start > u.InvT || l.byHorizon || c.renewsUnseen(l.acq.TokenID) || (l.acq.Token != "" && l.acq.Token == u.Token) {
+				continue
+			}
+			if other == nil || l.certEnd > other.certEnd {
+				other = l
+			}
+		}
+		held := f.hi
+		if other != nil {
+			held = max(held, min(other.certEnd, history.Forever/2))
+		}
+		ns := held - u.DoneT
+		if !c.closer(Ownership, ns) {
+			continue
+		}
+		events := indices(f.acq, f.hiBy, u)
+		if other != nil {
+			events = append(events, indices(other.acq, other.certBy)...)
+		}
+		c.setMargin(Ownership, ns, u.Key, u.DoneT, events, func() string {
+			verb := "release"
+			if u.F == history.Extend {
+				verb = "extend"
+			}
+			late := fmt.Sprintf("%s's %s of %s, sent at %s after its lease had certainly %s, was answered (%s) at %s",
+				who(u), verb, u.Key, Secs(u.InvT), c.expiredBy(f.hi, f.hiBy, f.acq), u.Type, Secs(u.DoneT))
+			switch {
+			case other == nil:
+				return late + fmt.Sprintf(" with no other grant of the key before it: the key may have been free for %s", room(ns))
+			case ns >= 0:
+				return late + fmt.Sprintf(", %s before %s's lease on it was certainly over (%s)", room(ns), who(other.acq), c.certainUntil(other))
+			}
+			return late + fmt.Sprintf(", %s after the last moment %s's lease on it was certainly held (%s): the key may have been free", room(ns), who(other.acq), c.certainUntil(other))
+		})
+	}
 }

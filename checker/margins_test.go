@@ -107,6 +107,48 @@ func TestWriteMargins(t *testing.T) {
 	}
 }
 
+// A release or extend sent after its lease had expired is measured
+// against the lease another client certainly held on the key: room while
+// it was held, none where the key may have been free.
+func TestOwnershipMargin(t *testing.T) {
+	t.Run("in time", func(t *testing.T) {
+		h := newHist()
+		h.acquire(0, "k", "a", 0, 2, ok)
+		h.release(0, "k", "a", 100, 101, ok)
+		noMargin(t, h.check(t, Options{}), Ownership)
+	})
+	t.Run("while another held", func(t *testing.T) {
+		h := newHist()
+		h.acquire(0, "k", "a", 0, 2, ok)
+		h.acquire(1, "k", "b", 1010, 1012, ok)
+		h.release(0, "k", "a", 1200, 1201, fail)
+		h.release(1, "k", "b", 1500, 1501, ok)
+		r := h.check(t, Options{})
+		expect(t, r, nil)
+		wantMs(t, marginOf(t, r, Ownership), 299, "client 0 (process 0)'s release of k, sent at 1.200 s after its lease had certainly expired by 1.002 s",
+			"was answered (fail) at 1.201 s, 299.0 ms before client 1 (process 1)'s lease on it was certainly over")
+	})
+	t.Run("after the other released", func(t *testing.T) {
+		h := newHist()
+		h.acquire(0, "k", "a", 0, 2, ok)
+		h.acquire(1, "k", "b", 1010, 1012, ok)
+		h.release(1, "k", "b", 1500, 1501, ok)
+		h.extend(0, "k", "a", 1600, 1601, ok, 1000)
+		r := h.check(t, Options{})
+		expect(t, r, map[string]int{ForeignRelease: 1})
+		wantMs(t, marginOf(t, r, Ownership), -101, "extend of k", "101.0 ms after the last moment client 1 (process 1)'s lease on it was certainly held", "the key may have been free")
+		if d := MarginsDisagree(r.Margins, r.Anomalies); d != "" {
+			t.Error(d)
+		}
+	})
+	t.Run("no other grant", func(t *testing.T) {
+		h := newHist()
+		h.acquire(0, "k", "a", 0, 2, ok)
+		h.release(0, "k", "a", 1500, 1501, fail)
+		wantMs(t, marginOf(t, h.check(t, Options{}), Ownership), -499, "with no other grant of the key before it: the key may have been free for 499.0 ms")
+	})
+}
+
 // promotion builds a history in which client 0's grant was probed on n1
 // (and on n2 when replicated) and n2 then replaced n1 at 500 ms.
 func promotion(replicated bool) []history.Event {

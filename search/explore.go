@@ -181,6 +181,16 @@ type explorer struct {
 	started int
 	// lengths are the finished runs' lengths, for the budget.
 	lengths []time.Duration
+	// seen are the margins of each property the runs measured; credit
+	// is, for each fault, the runs that drew it and how close they came.
+	seen   map[string][]float64
+	credit map[string]*credit
+}
+
+// credit is what the runs that drew a fault came to.
+type credit struct {
+	runs      int
+	closeness float64
 }
 
 type pending struct {
@@ -193,7 +203,7 @@ type pending struct {
 // warmup is how many fresh schedules a guided search runs before it
 // mutates, and fresh how often it draws one after.
 const (
-	warmup      = 6
+	warmup      = 3
 	freshChance = 0.2
 	corpusCap   = 128
 )
@@ -201,7 +211,8 @@ const (
 // Explore searches until the budget is spent, or, UntilFirst, until a
 // wanted anomaly is found; ctx ending stops it with what it has.
 func Explore(ctx context.Context, opt ExploreOptions) Explored {
-	e := &explorer{opt: opt, start: time.Now(), rng: rand.New(rand.NewSource(opt.Seed)), hits: map[string]int{}, ran: map[string]bool{}}
+	e := &explorer{opt: opt, start: time.Now(), rng: rand.New(rand.NewSource(opt.Seed)), hits: map[string]int{}, ran: map[string]bool{},
+		seen: map[string][]float64{}, credit: map[string]*credit{}}
 	base := opt.Space.Base
 	e.out = Explored{Lock: base.Lock, Topology: base.Topology, Workload: base.Workload, Want: opt.Want,
 		Strategy: opt.Strategy, Seed: opt.Seed, Budget: opt.Budget.String(), Faults: opt.Space.FaultNames()}
@@ -288,8 +299,12 @@ func (e *explorer) next() (pending, int, bool) {
 // draw is the next candidate: a fresh schedule, or the next mutant of a
 // corpus entry picked by weight.
 func (e *explorer) draw() pending {
+	space := e.opt.Space
+	if e.opt.Strategy == Guided && e.started > warmup {
+		space.Weights = e.weights()
+	}
 	if e.opt.Strategy == Random || e.started <= warmup || len(e.corpus) == 0 || e.rng.Float64() < freshChance {
-		g, sw := e.opt.Space.Fresh(e.rng)
+		g, sw := space.Fresh(e.rng)
 		return pending{genome: g, swarm: sw}
 	}
 	if len(e.queue) == 0 {
@@ -297,7 +312,7 @@ func (e *explorer) draw() pending {
 		ent.picks++
 		for range energy {
 			other := e.corpus[e.rng.Intn(len(e.corpus))].Genome
-			g, did := e.opt.Space.Mutate(e.rng, ent.Genome, ent.Swarm, other)
+			g, did := space.Mutate(e.rng, ent.Genome, ent.Swarm, other)
 			e.queue = append(e.queue, pending{genome: g, swarm: ent.Swarm, from: ent.Run, did: did})
 		}
 	}
@@ -306,36 +321,94 @@ func (e *explorer) draw() pending {
 	return p
 }
 
-// score weighs an entry: how rare its features still are, how close its
-// margins came (each property's worth doubling as its margin shrinks by a
-// quarter TTL; with wanted kinds, only the properties that lead to them),
-// and a wanted anomaly found.
+// score weighs an entry: how rare its features still are, and how close
+// it came (closeness).
 func (e *explorer) score(ent *entry) float64 {
 	s := 0.0
 	for _, f := range ent.Features {
 		s += 1 / math.Sqrt(float64(max(e.hits[f], 1)))
 	}
-	tau := float64(e.opt.Space.ttl()) / 4 / 1e6
-	for prop, ms := range ent.Margins {
+	return s + e.closeness(ent.Margins, ent.Wanted, ent.Unproven)
+}
+
+// closeness weighs how close a run came to what the search seeks: each
+// margin that leads there by how much closer it came than the search's
+// other margins of its property (with wanted kinds, only the properties
+// that lead to them; 3 for a broken one), a wanted anomaly found (4), and
+// a run porcupine found not linearizable though no audit named why (2).
+// Ranks, not milliseconds: every lease that runs out leaves an
+// exclusivity margin of about one backoff, so what counts is coming
+// closer than the runs before.
+func (e *explorer) closeness(margins map[string]float64, wanted, unproven bool) float64 {
+	s := 0.0
+	for prop, ms := range margins {
 		if e.steersBy(prop) {
-			s += 2 * math.Pow(2, -max(ms, 0)/tau)
+			s += 3 * math.Pow(e.rank(prop, ms), 2)
 		}
 	}
-	if ent.Wanted {
+	if wanted {
 		s += 4
 	}
-	if ent.Unproven && e.steersBy(checker.Exclusivity) {
+	if unproven && e.steersBy(checker.Exclusivity) {
 		s += 2
 	}
 	return s
 }
 
+// rank is the share of the search's other margins of prop that kept more
+// room than ms: 1 for a broken property, one half while there is nothing
+// to hold it against.
+func (e *explorer) rank(prop string, ms float64) float64 {
+	if ms < 0 {
+		return 1
+	}
+	seen := e.seen[prop]
+	if len(seen) < 2 {
+		return 0.5
+	}
+	more := 0
+	for _, x := range seen {
+		if x > ms {
+			more++
+		}
+	}
+	return float64(more) / float64(len(seen)-1)
+}
+
+// weights are what guided search has learnt of the faults, as a bandit
+// learns its arms: each fault weighs the mean closeness of the runs that
+// drew it (with one run of the search's mean, so that few runs say
+// little), plus a bonus that shrinks as it is drawn more (UCB1), so that
+// a fault drawn rarely is still tried.
+func (e *explorer) weights() map[string]float64 {
+	runs, total := 0, 0.0
+	for _, c := range e.credit {
+		runs += c.runs
+		total += c.closeness
+	}
+	mean := 0.5
+	if runs > 0 {
+		mean = max(total/float64(runs), 0.5)
+	}
+	w := map[string]float64{}
+	for _, name := range e.opt.Space.FaultNames() {
+		c := e.credit[name]
+		if c == nil {
+			c = &credit{}
+		}
+		n := float64(c.runs + 1)
+		w[name] = (c.closeness+mean)/n + mean*math.Sqrt(2*math.Log(float64(runs+2))/n)
+	}
+	return w
+}
+
 // leadsTo are the margins whose closeness leads to an anomaly kind.
 var leadsTo = map[string][]string{
-	checker.DoubleGrant:  {checker.Exclusivity, checker.Replication, checker.Clock},
-	checker.StaleWrite:   {checker.FenceOrder, checker.WriteValidity},
-	checker.ExpiredWrite: {checker.WriteValidity},
-	checker.LostUpdate:   {checker.FenceOrder, checker.Exclusivity},
+	checker.DoubleGrant:    {checker.Exclusivity, checker.Replication, checker.Clock},
+	checker.StaleWrite:     {checker.FenceOrder, checker.WriteValidity},
+	checker.ExpiredWrite:   {checker.WriteValidity},
+	checker.LostUpdate:     {checker.FenceOrder, checker.Exclusivity},
+	checker.ForeignRelease: {checker.Ownership},
 }
 
 // steersBy reports whether a property's margin weighs a schedule: all do
@@ -430,6 +503,24 @@ func (e *explorer) observe(n int, p pending, out runner.Outcome, err error, took
 				e.out.Closest = append(e.out.Closest, ClosestCall{Margin: m, Run: n, Dir: out.Dir})
 			case m.Ms < e.out.Closest[i].Ms:
 				e.out.Closest[i] = ClosestCall{Margin: m, Run: n, Dir: out.Dir}
+			}
+		}
+	}
+	for prop, ms := range r.Margins {
+		e.seen[prop] = append(e.seen[prop], ms)
+	}
+	if r.Error == "" {
+		closeness := e.closeness(r.Margins, wanted, unproven(res.Valid, res.Checker.Linearizability.Result, res.Anomalies))
+		drew := map[string]bool{}
+		for _, ge := range p.genome.Genes {
+			if c := e.credit[ge.Fault]; !drew[ge.Fault] {
+				if c == nil {
+					c = &credit{}
+					e.credit[ge.Fault] = c
+				}
+				drew[ge.Fault] = true
+				c.runs++
+				c.closeness += closeness
 			}
 		}
 	}

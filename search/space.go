@@ -24,6 +24,10 @@ type Space struct {
 	Base scenario.Spec
 	// Faults are the faults a schedule draws from.
 	Faults []faults.Fault
+	// Weights are how much a schedule draws each fault, where guided
+	// search has learnt them (a fault without one weighs 1); nil draws
+	// them alike, as random search does.
+	Weights map[string]float64
 }
 
 // The moments a fault is anchored to: a fixed time from the clients'
@@ -191,10 +195,10 @@ type Swarm struct {
 }
 
 func (s Space) swarm(rng *rand.Rand) Swarm {
-	half := func(all []string) []string {
+	half := func(all []string, keep func(string) float64) []string {
 		var out []string
 		for _, x := range all {
-			if rng.Intn(2) == 0 {
+			if rng.Float64() < keep(x) {
 				out = append(out, x)
 			}
 		}
@@ -203,7 +207,29 @@ func (s Space) swarm(rng *rand.Rand) Swarm {
 		}
 		return out
 	}
-	return Swarm{Faults: half(s.FaultNames()), Anchors: half(Anchors)}
+	return Swarm{Faults: half(s.FaultNames(), s.keep), Anchors: half(Anchors, func(string) float64 { return 0.5 })}
+}
+
+// weight is how much a fault is drawn (1 where none was learnt).
+func (s Space) weight(name string) float64 {
+	if w, ok := s.Weights[name]; ok {
+		return w
+	}
+	return 1
+}
+
+// keep is the chance a swarm keeps a fault: one half, more or less as its
+// weight stands to the mean weight (a tenth to nine tenths).
+func (s Space) keep(name string) float64 {
+	if len(s.Weights) == 0 {
+		return 0.5
+	}
+	mean := 0.0
+	for _, f := range s.Faults {
+		mean += s.weight(f.Name)
+	}
+	mean /= float64(len(s.Faults))
+	return min(max(0.5*s.weight(name)/mean, 0.1), 0.9)
 }
 
 // Fresh draws a schedule from a fresh swarm: one to three faults (one
@@ -229,6 +255,19 @@ func (s Space) Fresh(rng *rand.Rand) (Genome, Swarm) {
 // gene draws one fault from the swarm.
 func (s Space) gene(rng *rand.Rand, sw Swarm) Gene {
 	name := sw.Faults[rng.Intn(len(sw.Faults))]
+	if len(s.Weights) > 0 {
+		total := 0.0
+		for _, f := range sw.Faults {
+			total += s.weight(f)
+		}
+		r := rng.Float64() * total
+		for _, f := range sw.Faults {
+			if name = f; r < s.weight(f) {
+				break
+			}
+			r -= s.weight(f)
+		}
+	}
 	ge := Gene{Fault: name, Anchor: sw.Anchors[rng.Intn(len(sw.Anchors))], At: s.moment(rng)}
 	f, _ := faults.Lookup(name)
 	for _, o := range f.Options {
