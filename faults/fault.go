@@ -174,6 +174,7 @@ func (in Injection) run(ctx context.Context, env *Env, rng *rand.Rand) error {
 	}
 	e := *env
 	e.running, e.ran = in.Name, opts
+	e.promotion = promotionWaited(ctx)
 	return in.Fault.Run(ctx, &e, rng, opts)
 }
 
@@ -454,6 +455,9 @@ type Env struct {
 	// the environment runs (Injection.run), recorded with its window.
 	running string
 	ran     options.Values
+	// promotion is the promotion a followed step waited for before the
+	// fault began, recorded with its window.
+	promotion *history.AfterPromotion
 	// down are the outages the fault caused (Down), recorded with its end.
 	down []history.Outage
 }
@@ -496,6 +500,10 @@ type Clients interface {
 // nodes or clients) is the start's, on both events.
 func (e *Env) Begin(facts history.Facts, detail string) func(detail string, end ...history.Facts) {
 	fault := e.running
+	if e.promotion != nil {
+		facts.AfterPromotion = e.promotion
+		detail = fmt.Sprintf("%v after %s's promotion; %s", time.Duration(e.promotion.DelayNs), e.promotion.Node, detail)
+	}
 	start := e.Rec.Record(history.Event{Type: history.Info, Process: history.Nemesis, F: fault, Phase: history.Start, Target: facts.Subject(), Detail: detail,
 		Options: e.ran.String(), Facts: &facts})
 	e.Log("%7.3fs  %-13s start  %s %s", start.At().Seconds(), fault, start.Target, detail)

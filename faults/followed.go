@@ -42,6 +42,17 @@ type FollowedFault struct {
 	StartEvent int    `json:"start_event"`
 	EndEvent   *int   `json:"end_event"`
 	After      *Grant `json:"after,omitempty"`
+	// AfterPromotion is the promotion the fault waited for.
+	AfterPromotion *Promotion `json:"after_promotion,omitempty"`
+}
+
+// Promotion is the promotion a fault waited for: the node, when it came,
+// how long after it the fault began, and from when the fault waited.
+type Promotion struct {
+	Node   string  `json:"node"`
+	At     float64 `json:"at_s"`
+	Delay  float64 `json:"delay_s"`
+	Waited float64 `json:"waited_s"`
 }
 
 // Grant is the grant a fault waited for: whose, its completion event and
@@ -76,6 +87,9 @@ func FollowedOf(events []history.Event, nemesis string, seed int64, from time.Du
 		if a := e.Facts.AfterGrant(); a != nil {
 			ff.After = lastGrant(events[:w.Start], a.Client, e.Time)
 		}
+		if p := e.Facts; p != nil && p.AfterPromotion != nil {
+			ff.AfterPromotion = promotionBefore(events[:w.Start], p.AfterPromotion)
+		}
 		f.Faults = append(f.Faults, ff)
 	}
 	for i := range events {
@@ -100,6 +114,19 @@ func lastGrant(events []history.Event, client int, at int64) *Grant {
 	return nil
 }
 
+// promotionBefore is the promotion a fault waited for, as the last one of
+// its node among events.
+func promotionBefore(events []history.Event, ap *history.AfterPromotion) *Promotion {
+	p := &Promotion{Node: ap.Node, Delay: secs(ap.DelayNs), Waited: secs(ap.WaitedNs)}
+	for i := len(events) - 1; i >= 0; i-- {
+		if node, ok := events[i].Facts.Promoted(); ok && node == ap.Node {
+			p.At = secs(events[i].Time)
+			break
+		}
+	}
+	return p
+}
+
 // Steps is the schedule as steps to follow again: every fault with the
 // options it ran with, at its time from the start of the schedule, or, for
 // one that waited for a grant, that long after a grant at the grant's time.
@@ -122,6 +149,12 @@ func (f Followed) Steps() ([]Step, error) {
 		st := Step{Injection: in, At: seconds(ff.Start - f.From)}
 		if ff.After != nil {
 			st.At, st.AfterGrant, st.Delay = seconds(ff.After.At-f.From), true, seconds(ff.After.Delay)
+		}
+		if p := ff.AfterPromotion; p != nil {
+			if !finiteTime(p.Waited) || !finiteTime(p.Delay) {
+				return nil, fmt.Errorf("fault %d of the schedule (%s): its times are not times of a run: after %+v", i+1, ff.Fault, p)
+			}
+			st.At, st.AfterPromotion, st.Delay = seconds(p.Waited-f.From), true, seconds(p.Delay)
 		}
 		st.At = max(st.At, 0)
 		steps = append(steps, st)

@@ -7,6 +7,8 @@ import (
 	"math/rand"
 	"sync"
 	"time"
+
+	"github.com/lockharness/lockharness/history"
 )
 
 // Schedule runs faults one after another until ctx ends: a seeded gap, then
@@ -40,13 +42,20 @@ type Step struct {
 	// the first grant from a little before At, then Delay, and the fault
 	// takes that grant for the one it waits for.
 	AfterGrant bool
-	Delay      time.Duration
+	// AfterPromotion: the fault began Delay after a promotion (one
+	// another fault of the schedule caused, or the topology's own). The
+	// step waits for the first promotion from At, then Delay.
+	AfterPromotion bool
+	Delay          time.Duration
 }
 
 // String is the step as `harness replay` prints it.
 func (st Step) String() string {
 	if st.AfterGrant {
 		return fmt.Sprintf("%s %v after a grant at %.3fs", st.Injection, st.Delay, st.At.Seconds())
+	}
+	if st.AfterPromotion {
+		return fmt.Sprintf("%s %v after a promotion at %.3fs", st.Injection, st.Delay, st.At.Seconds())
 	}
 	return fmt.Sprintf("%s at %.3fs", st.Injection, st.At.Seconds())
 }
@@ -163,7 +172,67 @@ func (st Step) run(ctx context.Context, env *Env, start time.Time, rng *rand.Ran
 			ctx = withGrant(ctx, slot, granted)
 		}
 	}
+	if st.AfterPromotion {
+		node, promoted, ok := awaitPromotion(ctx, env.Rec, opens)
+		if !ok {
+			return nil // none came before the time limit: the fault never struck
+		}
+		if !sleep(ctx, time.Until(promoted.Add(st.Delay))) {
+			return nil
+		}
+		// Its time is the step's own (a replay takes it for At), not
+		// when it woke, which is earlier for a fault that waits.
+		ctx = withPromotion(ctx, &history.AfterPromotion{Node: node, DelayNs: int64(st.Delay), WaitedNs: int64(env.Rec.Now() - time.Since(start.Add(st.At)))})
+	}
 	return Group{st.Injection}.Run(ctx, env, rng)
+}
+
+// awaitPromotion waits for the first promotion recorded from from on: the
+// node promoted and when, false if ctx ended first.
+func awaitPromotion(ctx context.Context, rec *history.Recorder, from time.Time) (string, time.Time, bool) {
+	type promotion struct {
+		node string
+		at   time.Time
+	}
+	came := make(chan promotion, 1)
+	stop := rec.Watch(func(e history.Event) {
+		if node, ok := e.Facts.Promoted(); ok {
+			select {
+			case came <- promotion{node, time.Now()}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	// One recorded between the step's waking and the watch counts too.
+	events := rec.Events()
+	wall := func(t int64) time.Time { return time.Now().Add(time.Duration(t) - rec.Now()) }
+	for i := len(events) - 1; i >= 0 && !wall(events[i].Time).Before(from); i-- {
+		if node, ok := events[i].Facts.Promoted(); ok {
+			return node, wall(events[i].Time), true
+		}
+	}
+	select {
+	case p := <-came:
+		return p.node, p.at, true
+	case <-ctx.Done():
+		return "", time.Time{}, false
+	}
+}
+
+// promotionKey carries the promotion a step waited for to the fault's
+// window.
+type promotionKey struct{}
+
+func withPromotion(ctx context.Context, p *history.AfterPromotion) context.Context {
+	return context.WithValue(ctx, promotionKey{}, p)
+}
+
+// promotionWaited is the promotion a followed step waited for, nil if
+// none.
+func promotionWaited(ctx context.Context) *history.AfterPromotion {
+	p, _ := ctx.Value(promotionKey{}).(*history.AfterPromotion)
+	return p
 }
 
 // grantKey carries a grant a step already waited for to the fault.

@@ -32,6 +32,9 @@ type Facts struct {
 	Shard string `json:"shard,omitempty"`
 	// After is the grant a fault waited for before it struck.
 	After *AfterGrant `json:"after,omitempty"`
+	// AfterPromotion is the promotion a fault waited for before it
+	// struck.
+	AfterPromotion *AfterPromotion `json:"after_promotion,omitempty"`
 	// HoldNs is how long the fault was meant to hold.
 	HoldNs int64 `json:"hold_ns,omitempty"`
 	// PausedAt is the pause point a client fault stopped its client at;
@@ -78,6 +81,16 @@ type Facts struct {
 type AfterGrant struct {
 	Client  int   `json:"client"`
 	DelayNs int64 `json:"delay_ns"`
+}
+
+// AfterPromotion is the promotion a fault waited for: the node promoted,
+// how long after it the fault struck, and the time its step waited from
+// (a replay waits from then for its own promotion, which comes when it
+// comes).
+type AfterPromotion struct {
+	Node     string `json:"node"`
+	DelayNs  int64  `json:"delay_ns"`
+	WaitedNs int64  `json:"waited_ns"`
 }
 
 // ClockMove is a clock fault's move: the offset from true time it set (By,

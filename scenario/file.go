@@ -485,6 +485,9 @@ func FormatScenario(e Entry, header string) ([]byte, error) {
 		if st.AfterGrant != nil {
 			errs = append(errs, put("after_grant", st.AfterGrant.String()))
 		}
+		if st.AfterPromotion != nil {
+			errs = append(errs, put("after_promotion", st.AfterPromotion.String()))
+		}
 	}
 	return b.Bytes(), errors.Join(errs...)
 }

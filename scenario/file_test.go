@@ -135,6 +135,11 @@ at = "1.2s"
 fault = "kill-node:delay=40ms"
 at = "3.5s"
 after_grant = "5ms"
+
+[[spec.schedule]]
+fault = "pause-client:for=1s"
+at = "1s"
+after_promotion = "100ms"
 `)
 	e, err := ParseScenario("x.toml", ".", data)
 	if err != nil {
@@ -144,10 +149,11 @@ after_grant = "5ms"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Steps) != 2 || plan.Steps[0].String() != "pause-client:for=2.5s at 1.200s" || plan.Steps[1].String() != "kill-node:delay=40ms 5ms after a grant at 3.500s" {
+	if len(plan.Steps) != 3 || plan.Steps[0].String() != "pause-client:for=2.5s at 1.200s" || plan.Steps[1].String() != "kill-node:delay=40ms 5ms after a grant at 3.500s" ||
+		plan.Steps[2].String() != "pause-client:for=1s 100ms after a promotion at 1.000s" {
 		t.Errorf("steps %v", plan.Steps)
 	}
-	if plan.Spec.Nemesis != "pause-client,kill-node" || !strings.Contains(plan.Spec.Line(), "a schedule of 2 faults") {
+	if plan.Spec.Nemesis != "pause-client,kill-node" || !strings.Contains(plan.Spec.Line(), "a schedule of 3 faults") {
 		t.Errorf("nemesis %q, line %q", plan.Spec.Nemesis, plan.Spec.Line())
 	}
 	out, err := FormatScenario(e, "shrunk from a run\nre-run: harness repro x.toml")
@@ -180,5 +186,13 @@ after_grant = "5ms"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", repl, err, want)
 		}
+	}
+	both := strings.Replace(string(data), `after_promotion = "100ms"`, `after_promotion = "100ms"`+"\nafter_grant = \"1ms\"", 1)
+	if e, err := ParseScenario("x.toml", ".", []byte(both)); err == nil {
+		if _, err = e.Spec.Resolve(); err == nil || !strings.Contains(err.Error(), "schedule step 3 (pause-client:for=1s): after_grant and after_promotion are two moments; give one") {
+			t.Errorf("a step after a grant and a promotion: %v", err)
+		}
+	} else {
+		t.Errorf("a step after a grant and a promotion: %v", err)
 	}
 }

@@ -100,6 +100,11 @@ type Step struct {
 	// AfterGrant: the fault starts this long after the first grant from
 	// a little before At, and takes that grant for the one it waits for.
 	AfterGrant *Duration `json:"after_grant,omitempty" toml:"after_grant"`
+	// AfterPromotion: the fault starts this long after the first
+	// promotion from At (one another fault of the schedule caused, or
+	// the topology's own); with none before the time limit, it never
+	// strikes.
+	AfterPromotion *Duration `json:"after_promotion,omitempty" toml:"after_promotion"`
 }
 
 // StepsOf is a followed schedule as the steps of a spec.
@@ -111,9 +116,12 @@ func StepsOf(f faults.Followed) ([]Step, error) {
 	out := make([]Step, len(steps))
 	for i, st := range steps {
 		out[i] = Step{Fault: st.Injection.String(), At: Duration(st.At)}
-		if st.AfterGrant {
-			d := Duration(st.Delay)
+		d := Duration(st.Delay)
+		switch {
+		case st.AfterGrant:
 			out[i].AfterGrant = &d
+		case st.AfterPromotion:
+			out[i].AfterPromotion = &d
 		}
 	}
 	return out, nil
@@ -136,11 +144,19 @@ func (st Step) String() string {
 	if err != nil {
 		in.Name = st.Fault
 	}
+	return st.faultStep(in).String()
+}
+
+// faultStep is the step as the nemesis follows it.
+func (st Step) faultStep(in faults.Injection) faults.Step {
 	fs := faults.Step{Injection: in, At: st.At.D()}
-	if st.AfterGrant != nil {
+	switch {
+	case st.AfterGrant != nil:
 		fs.AfterGrant, fs.Delay = true, st.AfterGrant.D()
+	case st.AfterPromotion != nil:
+		fs.AfterPromotion, fs.Delay = true, st.AfterPromotion.D()
 	}
-	return fs.String()
+	return fs
 }
 
 // scheduleSteps resolves a spec's schedule, and the nemesis of its
@@ -156,15 +172,15 @@ func scheduleSteps(schedule []Step) ([]faults.Step, faults.Nemesis, error) {
 			errs = append(errs, fmt.Errorf("schedule step %d: %w", i+1, err))
 			continue
 		}
-		if st.At < 0 || st.AfterGrant != nil && *st.AfterGrant < 0 {
+		if st.At < 0 || st.AfterGrant != nil && *st.AfterGrant < 0 || st.AfterPromotion != nil && *st.AfterPromotion < 0 {
 			errs = append(errs, fmt.Errorf("schedule step %d (%s): times must not be negative", i+1, st.Fault))
 			continue
 		}
-		fs := faults.Step{Injection: in, At: st.At.D()}
-		if st.AfterGrant != nil {
-			fs.AfterGrant, fs.Delay = true, st.AfterGrant.D()
+		if st.AfterGrant != nil && st.AfterPromotion != nil {
+			errs = append(errs, fmt.Errorf("schedule step %d (%s): after_grant and after_promotion are two moments; give one", i+1, st.Fault))
+			continue
 		}
-		steps = append(steps, fs)
+		steps = append(steps, st.faultStep(in))
 		if !seen[in.String()] {
 			seen[in.String()] = true
 			nemesis = append(nemesis, faults.Group{in})

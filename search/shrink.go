@@ -299,6 +299,9 @@ func scheduleEnd(steps []scenario.Step) time.Duration {
 		if st.AfterGrant != nil {
 			at += st.AfterGrant.D()
 		}
+		if st.AfterPromotion != nil {
+			at += st.AfterPromotion.D()
+		}
 		if in, err := faults.ParseOne(st.Fault); err == nil {
 			at += in.Options.Duration("for", func() time.Duration { return 0 })
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/scenario"
@@ -31,17 +32,30 @@ type Space struct {
 }
 
 // The moments a fault is anchored to: a fixed time from the clients'
-// start, or a grant (at it, in the middle of the hold, just before the
-// holder's release).
+// start, a grant (at it, in the middle of the hold, just before the
+// holder's release), or, where a fault of the space can fail a primary
+// over, the first promotion from its time.
 const (
 	AnchorTime          = "time"
 	AnchorGrant         = "grant"
 	AnchorMidHold       = "mid-hold"
 	AnchorBeforeRelease = "before-release"
+	AnchorPromotion     = "after-promotion"
 )
 
 // Anchors lists every anchor.
-var Anchors = []string{AnchorTime, AnchorGrant, AnchorMidHold, AnchorBeforeRelease}
+var Anchors = []string{AnchorTime, AnchorGrant, AnchorMidHold, AnchorBeforeRelease, AnchorPromotion}
+
+// anchors are the anchors of the space: a promotion only where one of its
+// faults can cause one.
+func (s Space) anchors() []string {
+	for _, f := range s.Faults {
+		if slices.Contains(f.Needs, cluster.Failover) {
+			return Anchors
+		}
+	}
+	return Anchors[:len(Anchors)-1]
+}
 
 // Gene is one fault of a schedule: which, with what options, anchored to
 // what moment, from when.
@@ -152,7 +166,12 @@ func (s Space) Spec(g Genome, seed int64) scenario.Spec {
 			}
 		}
 		st := scenario.Step{Fault: opts.With(ge.Fault), At: scenario.Duration(ge.At)}
-		if ge.Anchor != AnchorTime {
+		switch ge.Anchor {
+		case AnchorTime:
+		case AnchorPromotion:
+			var d scenario.Duration
+			st.AfterPromotion = &d
+		default:
 			d := scenario.Duration(s.delay(ge.Anchor, g.Hold))
 			st.AfterGrant = &d
 		}
@@ -207,7 +226,7 @@ func (s Space) swarm(rng *rand.Rand) Swarm {
 		}
 		return out
 	}
-	return Swarm{Faults: half(s.FaultNames(), s.keep), Anchors: half(Anchors, func(string) float64 { return 0.5 })}
+	return Swarm{Faults: half(s.FaultNames(), s.keep), Anchors: half(s.anchors(), func(string) float64 { return 0.5 })}
 }
 
 // weight is how much a fault is drawn (1 where none was learnt).
@@ -391,7 +410,7 @@ func (s Space) mutateOnce(rng *rand.Rand, g *Genome, sw Swarm, other Genome) str
 	i := rng.Intn(max(len(g.Genes), 1))
 	switch name {
 	case "re-anchor":
-		g.Genes[i].Anchor = Anchors[rng.Intn(len(Anchors))]
+		g.Genes[i].Anchor = s.anchors()[rng.Intn(len(s.anchors()))]
 	case "option":
 		f, _ := faults.Lookup(g.Genes[i].Fault)
 		if len(f.Options) == 0 {
@@ -418,7 +437,7 @@ func (s Space) mutateOnce(rng *rand.Rand, g *Genome, sw Swarm, other Genome) str
 		g.Genes[i] = ge
 	case "delete":
 		if len(g.Genes) < 2 {
-			g.Genes[i].Anchor = Anchors[rng.Intn(len(Anchors))]
+			g.Genes[i].Anchor = s.anchors()[rng.Intn(len(s.anchors()))]
 			return "re-anchor"
 		}
 		g.Genes = slices.Delete(g.Genes, i, i+1)
