@@ -182,12 +182,15 @@ type explorer struct {
 	// lengths are the finished runs' lengths, for the budget.
 	lengths []time.Duration
 	// seen are the margins of each property the runs measured; credit
-	// is, for each fault, the runs that drew it and how close they came.
-	seen   map[string][]float64
-	credit map[string]*credit
+	// is, for each arm of the space (Space.Arms), the runs that drew it
+	// and how close they came, and credited those runs' count and
+	// closeness in all.
+	seen     map[string][]float64
+	credit   map[string]*credit
+	credited credit
 }
 
-// credit is what the runs that drew a fault came to.
+// credit is what the runs that drew an arm came to.
 type credit struct {
 	runs      int
 	closeness float64
@@ -201,12 +204,19 @@ type pending struct {
 }
 
 // warmup is how many fresh schedules a guided search runs before it
-// mutates, and fresh how often it draws one after.
+// learns from them; corpusCap bounds its corpus.
 const (
-	warmup      = 3
-	freshChance = 0.2
-	corpusCap   = 128
+	warmup    = 3
+	corpusCap = 128
 )
+
+// freshChance is how often guided search draws a fresh schedule (by the
+// faults' weights) rather than mutating one it kept: three in four runs
+// just after the warmup, when its corpus says little and the faults not
+// yet drawn weigh the most, falling by a twentieth a run to one in four.
+func freshChance(started int) float64 {
+	return max(0.25, 0.75-0.05*float64(started-warmup-1))
+}
 
 // Explore searches until the budget is spent, or, UntilFirst, until a
 // wanted anomaly is found; ctx ending stops it with what it has.
@@ -303,7 +313,7 @@ func (e *explorer) draw() pending {
 	if e.opt.Strategy == Guided && e.started > warmup {
 		space.Weights = e.weights()
 	}
-	if e.opt.Strategy == Random || e.started <= warmup || len(e.corpus) == 0 || e.rng.Float64() < freshChance {
+	if e.opt.Strategy == Random || e.started <= warmup || len(e.corpus) == 0 || e.rng.Float64() < freshChance(e.started) {
 		g, sw := space.Fresh(e.rng)
 		return pending{genome: g, swarm: sw}
 	}
@@ -375,29 +385,26 @@ func (e *explorer) rank(prop string, ms float64) float64 {
 	return float64(more) / float64(len(seen)-1)
 }
 
-// weights are what guided search has learnt of the faults, as a bandit
-// learns its arms: each fault weighs the mean closeness of the runs that
-// drew it (with one run of the search's mean, so that few runs say
-// little), plus a bonus that shrinks as it is drawn more (UCB1), so that
-// a fault drawn rarely is still tried.
+// weights are what guided search has learnt of the space's arms (a
+// fault, an anchor, a number of clients, a hold), as a bandit learns its
+// arms: each weighs the mean closeness of the runs that drew it, counted
+// with one run of the search's mean so that few runs say little, plus a
+// bonus that shrinks as it is drawn more (UCB1), so that an arm drawn
+// rarely is still tried; cubed, so that what paid is drawn clearly more.
 func (e *explorer) weights() map[string]float64 {
-	runs, total := 0, 0.0
-	for _, c := range e.credit {
-		runs += c.runs
-		total += c.closeness
-	}
+	runs := e.credited.runs
 	mean := 0.5
 	if runs > 0 {
-		mean = max(total/float64(runs), 0.5)
+		mean = max(e.credited.closeness/float64(runs), 0.5)
 	}
 	w := map[string]float64{}
-	for _, name := range e.opt.Space.FaultNames() {
-		c := e.credit[name]
+	for _, arm := range e.opt.Space.Arms() {
+		c := e.credit[arm]
 		if c == nil {
 			c = &credit{}
 		}
 		n := float64(c.runs + 1)
-		w[name] = (c.closeness+mean)/n + mean*math.Sqrt(2*math.Log(float64(runs+2))/n)
+		w[arm] = math.Pow((c.closeness+mean)/n+mean*math.Sqrt(2*math.Log(float64(runs+2))/n), 3)
 	}
 	return w
 }
@@ -511,17 +518,16 @@ func (e *explorer) observe(n int, p pending, out runner.Outcome, err error, took
 	}
 	if r.Error == "" {
 		closeness := e.closeness(r.Margins, wanted, unproven(res.Valid, res.Checker.Linearizability.Result, res.Anomalies))
-		drew := map[string]bool{}
-		for _, ge := range p.genome.Genes {
-			if c := e.credit[ge.Fault]; !drew[ge.Fault] {
-				if c == nil {
-					c = &credit{}
-					e.credit[ge.Fault] = c
-				}
-				drew[ge.Fault] = true
-				c.runs++
-				c.closeness += closeness
+		e.credited.runs++
+		e.credited.closeness += closeness
+		for _, arm := range ArmsOf(p.genome) {
+			c := e.credit[arm]
+			if c == nil {
+				c = &credit{}
+				e.credit[arm] = c
 			}
+			c.runs++
+			c.closeness += closeness
 		}
 	}
 	if r.New > 0 || wanted {

@@ -25,9 +25,10 @@ type Space struct {
 	Base scenario.Spec
 	// Faults are the faults a schedule draws from.
 	Faults []faults.Fault
-	// Weights are how much a schedule draws each fault, where guided
-	// search has learnt them (a fault without one weighs 1); nil draws
-	// them alike, as random search does.
+	// Weights are how much a schedule draws each of its arms (Arms: a
+	// fault, an anchor, a number of clients, a hold), where guided search
+	// has learnt them (an arm without one weighs 1); nil draws them
+	// alike, as random search does.
 	Weights map[string]float64
 }
 
@@ -229,7 +230,61 @@ func (s Space) swarm(rng *rand.Rand) Swarm {
 	return Swarm{Faults: half(s.FaultNames(), s.keep), Anchors: half(s.anchors(), func(string) float64 { return 0.5 })}
 }
 
-// weight is how much a fault is drawn (1 where none was learnt).
+// Arms are the choices a fresh schedule makes, each as guided search
+// weighs it: every fault (by its name), anchor, number of clients and
+// hold.
+func (s Space) Arms() []string {
+	arms := s.FaultNames()
+	for _, a := range s.anchors() {
+		arms = append(arms, anchorArm(a))
+	}
+	for _, n := range s.clientChoices() {
+		arms = append(arms, clientsArm(n))
+	}
+	for _, h := range s.holdChoices() {
+		arms = append(arms, holdArm(h))
+	}
+	return arms
+}
+
+// ArmsOf are the arms a genome drew, each once.
+func ArmsOf(g Genome) []string {
+	arms := []string{clientsArm(g.Clients), holdArm(g.Hold)}
+	for _, ge := range g.Genes {
+		for _, a := range []string{ge.Fault, anchorArm(ge.Anchor)} {
+			if !slices.Contains(arms, a) {
+				arms = append(arms, a)
+			}
+		}
+	}
+	return arms
+}
+
+func anchorArm(a string) string      { return "anchor " + a }
+func clientsArm(n int) string        { return fmt.Sprintf("clients %d", n) }
+func holdArm(h time.Duration) string { return "hold " + h.String() }
+
+// choose draws one of choices (none empty): by their arms' weights where
+// there are any, else alike.
+func choose[T any](s Space, rng *rand.Rand, choices []T, arm func(T) string) T {
+	if len(s.Weights) == 0 {
+		return choices[rng.Intn(len(choices))]
+	}
+	total := 0.0
+	for _, c := range choices {
+		total += s.weight(arm(c))
+	}
+	r := rng.Float64() * total
+	for _, c := range choices {
+		if r < s.weight(arm(c)) {
+			return c
+		}
+		r -= s.weight(arm(c))
+	}
+	return choices[len(choices)-1]
+}
+
+// weight is how much an arm is drawn (1 where none was learnt).
 func (s Space) weight(name string) float64 {
 	if w, ok := s.Weights[name]; ok {
 		return w
@@ -273,21 +328,8 @@ func (s Space) Fresh(rng *rand.Rand) (Genome, Swarm) {
 
 // gene draws one fault from the swarm.
 func (s Space) gene(rng *rand.Rand, sw Swarm) Gene {
-	name := sw.Faults[rng.Intn(len(sw.Faults))]
-	if len(s.Weights) > 0 {
-		total := 0.0
-		for _, f := range sw.Faults {
-			total += s.weight(f)
-		}
-		r := rng.Float64() * total
-		for _, f := range sw.Faults {
-			if name = f; r < s.weight(f) {
-				break
-			}
-			r -= s.weight(f)
-		}
-	}
-	ge := Gene{Fault: name, Anchor: sw.Anchors[rng.Intn(len(sw.Anchors))], At: s.moment(rng)}
+	name := choose(s, rng, sw.Faults, func(f string) string { return f })
+	ge := Gene{Fault: name, Anchor: choose(s, rng, sw.Anchors, anchorArm), At: s.moment(rng)}
 	f, _ := faults.Lookup(name)
 	for _, o := range f.Options {
 		if rng.Intn(2) == 0 {
@@ -469,13 +511,25 @@ func (s Space) nudge(rng *rand.Rand, at time.Duration) time.Duration {
 // clients draws a number of clients from two to the base's (at least
 // four).
 func (s Space) clients(rng *rand.Rand) int {
-	return 2 + rng.Intn(max(s.Base.Clients, 4)-1)
+	return choose(s, rng, s.clientChoices(), clientsArm)
+}
+
+func (s Space) clientChoices() []int {
+	var n []int
+	for c := 2; c <= max(s.Base.Clients, 4); c++ {
+		n = append(n, c)
+	}
+	return n
 }
 
 // hold draws a hold: the base's, a quarter or half of the TTL (a lease a
 // renewing client extends), or one and a half TTLs (which only renewal
 // survives).
 func (s Space) hold(rng *rand.Rand) time.Duration {
+	return choose(s, rng, s.holdChoices(), holdArm)
+}
+
+func (s Space) holdChoices() []time.Duration {
 	ttl := s.ttl()
-	return []time.Duration{s.Base.Hold.D(), ttl / 4, ttl / 2, ttl * 3 / 2}[rng.Intn(4)]
+	return []time.Duration{s.Base.Hold.D(), ttl / 4, ttl / 2, ttl * 3 / 2}
 }
