@@ -22,14 +22,16 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		"topology (and workload): each run follows a schedule of one to four faults\n"+
 		"drawn from every fault the topology takes (--nemesis narrows them), each with\n"+
 		"options, anchored to a moment (a fixed time, a grant, the middle of a hold,\n"+
-		"just before a release), with a number of clients and a hold. --strategy guided\n"+
-		"keeps the schedules that reached new states (fault x the lock's phase x what it\n"+
-		"hit x the lease's age) or came closer to breaking a property (margins), and\n"+
-		"mutates them; random draws every schedule fresh, the baseline. Every anomaly\n"+
+		"just before a release, a promotion), with a number of clients and a hold.\n"+
+		"--strategy guided keeps the schedules that reached new states (fault x the\n"+
+		"lock's phase x what it hit x the lease's age) or came closer to breaking a\n"+
+		"property (margins), mutates them, and learns which faults, moments, clients\n"+
+		"and holds pay; random draws every schedule fresh, the baseline. Every anomaly\n"+
 		"kind found is shrunk to a minimal.toml. Writes STORE/explore/L-T-STRATEGY-TIME/\n"+
 		"{explore.json,explore.html}; each run is a run directory of its own. Exits 1\n"+
 		"when an anomaly (of --want, if given) was found, 0 when none was, 64 for a bad\n"+
-		"command line, 255 for a harness error.")
+		"command line, 255 for a harness error or an interruption.\n"+
+		"`harness explore merge DIR...` joins the shards of a campaign (--shard i/n).")
 	spec.RegisterFlagsNamed(c.FlagSet, "lock", "topology", "workload", "worker-cmd", "resource", "fencing", "persistence",
 		"ttl", "hold", "clients", "time-limit", "nodes", "replicas", "shards", "backend", "write-sql", "keys", "writes")
 	nemesis := c.String("nemesis", "", "the faults to search over, comma-separated (default: every fault the topology takes)")

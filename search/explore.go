@@ -211,9 +211,9 @@ const (
 )
 
 // freshChance is how often guided search draws a fresh schedule (by the
-// faults' weights) rather than mutating one it kept: three in four runs
-// just after the warmup, when its corpus says little and the faults not
-// yet drawn weigh the most, falling by a twentieth a run to one in four.
+// arms' weights) rather than mutating one it kept: three in four runs just
+// after the warmup, when its corpus says little and the arms not yet drawn
+// weigh the most, falling by a twentieth a run to one in four.
 func freshChance(started int) float64 {
 	return max(0.25, 0.75-0.05*float64(started-warmup-1))
 }
