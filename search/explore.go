@@ -188,6 +188,8 @@ type explorer struct {
 	seen     map[string][]float64
 	credit   map[string]*credit
 	credited credit
+	// repeats are near misses to run again as they were.
+	repeats []pending
 }
 
 // credit is what the runs that drew an arm came to.
@@ -287,6 +289,11 @@ func (e *explorer) next() (pending, int, bool) {
 		}
 	}
 	e.started++
+	if len(e.repeats) > 0 {
+		p := e.repeats[0]
+		e.repeats = e.repeats[1:]
+		return p, e.started, true
+	}
 	for range 20 {
 		p := e.draw()
 		if !e.ran[p.genome.key()] {
@@ -409,6 +416,26 @@ func (e *explorer) weights() map[string]float64 {
 	return w
 }
 
+// nearMiss reports whether a run all but broke a property the search
+// steers by: a margin of at most a tenth of the TTL that is at most a
+// quarter of the median of that property's margins so far (every lease
+// that runs out leaves an exclusivity margin of about one backoff, which
+// is no near miss), from at least three.
+func (e *explorer) nearMiss(margins map[string]float64) bool {
+	tenth := float64(e.opt.Space.ttl()) / 10 / 1e6
+	for prop, ms := range margins {
+		seen := e.seen[prop]
+		if !e.steersBy(prop) || ms < 0 || ms > tenth || len(seen) < 3 {
+			continue
+		}
+		sorted := slices.Sorted(slices.Values(seen))
+		if ms <= sorted[len(sorted)/2]/4 {
+			return true
+		}
+	}
+	return false
+}
+
 // leadsTo are the margins whose closeness leads to an anomaly kind.
 var leadsTo = map[string][]string{
 	checker.DoubleGrant:    {checker.Exclusivity, checker.Replication, checker.Clock},
@@ -529,6 +556,12 @@ func (e *explorer) observe(n int, p pending, out runner.Outcome, err error, took
 			c.runs++
 			c.closeness += closeness
 		}
+	}
+	if e.opt.Strategy == Guided && !wanted && r.Error == "" && e.nearMiss(r.Margins) && !slices.Contains(p.did, "repeat") {
+		// The same schedule does not always end the same way: a run that
+		// all but broke a property is run again, twice, as it was.
+		rep := pending{genome: p.genome, swarm: p.swarm, from: n, did: []string{"repeat"}}
+		e.repeats = append(e.repeats, rep, rep)
 	}
 	if r.New > 0 || wanted {
 		e.admit(&entry{Kept: Kept{Run: n, Genome: p.genome, Swarm: p.swarm, Features: features, Margins: r.Margins, Wanted: wanted,
