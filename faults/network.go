@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -35,6 +36,43 @@ type proxied struct {
 	// refusers counts the holders that stopped the proxy (Refuse); it
 	// listens again when the last of them heals.
 	refusers int
+	// removing counts the removals of toxics that outlasted
+	// removeTimeout and are still under way.
+	removing atomic.Int32
+}
+
+// removeTimeout bounds how long a heal waits for a toxic's removal.
+// toxiproxy flushes what a latency toxic holds into the link's output as
+// it removes it, up to 5 s a chunk, and holds the proxy's toxics locked
+// meanwhile: on a link whose destination stopped reading, with seconds of
+// latency queued, that is minutes (Shopify/toxiproxy#558; here a
+// replication-lag of 6 s each way, its node killed, took 320 s).
+const removeTimeout = 3 * time.Second
+
+// remove removes toxics, one after another, waiting at most removeTimeout
+// for all of them: removals still under way then finish on their own, and
+// until they have, Faulted names the link and HealAll fails, so that no
+// run starts on it.
+func (l *proxied) remove(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, name := range names {
+			l.proxy.Toxics.RemoveToxic(context.Background(), name)
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(removeTimeout):
+		l.removing.Add(1)
+		go func() {
+			<-done
+			l.removing.Add(-1)
+		}()
+	}
 }
 
 // Link is a proxied path as one holder (a fault's window) sees it: Heal
@@ -123,6 +161,9 @@ func (n *Network) Faulted() []string {
 		faults := slices.Clone(l.toxic)
 		if l.refusers > 0 {
 			faults = append(faults, "refusing connections")
+		}
+		if l.removing.Load() > 0 {
+			faults = append(faults, "toxics still being removed")
 		}
 		if len(faults) > 0 {
 			out = append(out, l.Name+" ("+strings.Join(faults, ", ")+")")
@@ -218,8 +259,8 @@ func attrsJSON(attrs map[string]any) string {
 func (l *Link) Heal() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.remove(l.added)
 	for _, name := range l.added {
-		l.proxy.Toxics.RemoveToxic(context.Background(), name)
 		l.toxic = slices.DeleteFunc(l.toxic, func(t string) bool { return t == name })
 	}
 	l.added = nil
@@ -239,15 +280,17 @@ func (l *Link) Heal() error {
 func (l *proxied) healAll() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, name := range l.toxic {
-		l.proxy.Toxics.RemoveToxic(context.Background(), name)
-	}
+	l.remove(l.toxic)
 	l.toxic = nil
-	if l.refusers == 0 {
-		return nil
+	var err error
+	if l.refusers > 0 {
+		l.refusers = 0
+		err = l.listen()
 	}
-	l.refusers = 0
-	return l.listen()
+	if l.removing.Load() > 0 {
+		err = errors.Join(err, fmt.Errorf("link %s: toxics still being removed after %v (toxiproxy flushes what they hold)", l.Name, removeTimeout))
+	}
+	return err
 }
 
 // listen starts a stopped proxy again, under l.mu.

@@ -277,3 +277,57 @@ func echoServer(t *testing.T) string {
 	}()
 	return l.Addr().String()
 }
+
+// A heal does not wait minutes on a toxic toxiproxy cannot let go of: a
+// latency toxic holding megabytes for a destination that stopped reading
+// is flushed into it as it is removed, 5 s a chunk. The heal returns after
+// removeTimeout, naming the link as still faulted, so that no run starts
+// on it.
+func TestAHealDoesNotWaitOnAStuckRemoval(t *testing.T) {
+	sink, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	go func() {
+		for {
+			c, err := sink.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // accepted, never read
+		}
+	}()
+	n := NewNetwork()
+	defer n.Close()
+	l, err := n.Link("c0-n1", sink.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Delay(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	chunk := make([]byte, 1<<20)
+	c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	for range 48 {
+		if _, err := c.Write(chunk); err != nil {
+			break
+		}
+	}
+	began := time.Now()
+	l.Heal()
+	if took := time.Since(began); took > removeTimeout+2*time.Second {
+		t.Errorf("the heal took %v", took)
+	}
+	if got := n.Faulted(); len(got) != 1 || !strings.Contains(got[0], "still being removed") {
+		t.Skipf("the removal was not held up this time (Faulted %q): nothing to check", got)
+	}
+	if err := n.HealAll(); err == nil || !strings.Contains(err.Error(), "c0-n1: ") {
+		t.Errorf("HealAll with a removal under way: %v", err)
+	}
+}

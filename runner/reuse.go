@@ -245,8 +245,13 @@ func (t *Topologies) reset(ctx context.Context, planned *cluster.Cluster, logf f
 		if k == nil {
 			return nil, ""
 		}
-		k.net.HealAll()
-		did, err := k.cl.Reset(ctx, 10*time.Second)
+		// A link still shedding a toxic would slow the next run: such a
+		// topology is not reused.
+		err := k.net.HealAll()
+		var did string
+		if err == nil {
+			did, err = k.cl.Reset(ctx, 10*time.Second)
+		}
 		if err == nil {
 			k.runs++
 			return k, fmt.Sprintf("reused the %s topology started by %s (run %d on it); reset: every link healed, %s", k.cl.Topology, k.dir, k.runs, did)
