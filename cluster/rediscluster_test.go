@@ -175,18 +175,27 @@ func TestClusterFailsOverACutOffPrimary(t *testing.T) {
 	if did, err := c.Reset(ctx, 2*time.Second); err == nil || !strings.Contains(err.Error(), "shard 2 is owned by n5, not n2") {
 		t.Errorf("Reset with n5 owning n2's slots: %q, %v; want refused", did, err)
 	}
-	if err := c.Failover(ctx, key, ""); err != nil { // "" is plain, as the failover fault asks
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// A plain CLUSTER FAILOVER waits for the replica to catch up and gives
+	// up after a while; on a loaded machine (a clean-clone CI of 27b0f33)
+	// it can give up, so it is asked again, up to three times.
+	for try := 1; ; try++ {
+		if err := c.Failover(ctx, key, ""); err != nil { // "" is plain, as the failover fault asks
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if q, err := c.Primary(ctx, key); err == nil && q.Name() == "n2" {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		if q, err := c.Primary(ctx, key); err == nil && q.Name() == "n2" {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("CLUSTER FAILOVER on n2 did not give it its slots back within 10 s")
+		if try == 3 {
+			t.Fatal("CLUSTER FAILOVER on n2 did not give it its slots back, asked three times 10 s apart")
 		}
-		time.Sleep(50 * time.Millisecond)
+		t.Logf("CLUSTER FAILOVER on n2, try %d: no slots back within 10 s; asking again", try)
 	}
 	// Roles as started again: the reset proves it and empties every node.
 	did, err := c.Reset(ctx, 15*time.Second)

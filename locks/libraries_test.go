@@ -585,11 +585,23 @@ func TestRueidislockExtendInFlightAtRelease(t *testing.T) {
 // of unknown outcome.
 func TestRueidislockReportsItsOwnRelease(t *testing.T) {
 	ctx := context.Background()
-	_, clients := startNodes(t, 1)
-	l, rec := libLocker(t, "rueidislock", clients)
-	a, err := l.Acquire(ctx, "k", "A", time.Second)
-	if err != nil {
-		t.Fatal(err)
+	// The reports are counted from the start: an acquire whose outcome a
+	// loaded machine left unknown (a clean-clone CI of 27b0f33) is tried
+	// again on a fresh node and locker.
+	var clients []*redis.Client
+	var l Locker
+	var rec *recorder
+	var a Lease
+	for try := 1; ; try++ {
+		_, clients = startNodes(t, 1)
+		l, rec = libLocker(t, "rueidislock", clients)
+		var err error
+		if a, err = l.Acquire(ctx, "k", "A", time.Second); err == nil {
+			break
+		} else if Definite(err) || try == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("acquire, try %d: unknown outcome; again on a fresh node", try)
 	}
 	time.Sleep(400 * time.Millisecond)
 	if err := clients[0].Do(ctx, "CLIENT", "PAUSE", 400, "WRITE").Err(); err != nil {
