@@ -543,17 +543,19 @@ func TestRueidislockReportsArePaired(t *testing.T) {
 }
 
 // An extend under way when the harness releases completes, with whatever
-// the server answered (or unknown), and nothing follows it.
+// the server answered (or unknown), and nothing follows it. A 2 s lease,
+// its extend due at 1 s: a 1 s lease left a loaded clean-clone CI (d7b178f)
+// too little room after the pause, and it lapsed before the release.
 func TestRueidislockExtendInFlightAtRelease(t *testing.T) {
 	ctx := context.Background()
 	_, clients := startNodes(t, 1)
 	l, rec := libLocker(t, "rueidislock", clients)
-	a, err := l.Acquire(ctx, "k", "A", time.Second)
+	a, err := l.Acquire(ctx, "k", "A", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(400 * time.Millisecond)
-	// Scripts wait until the pause is over: the extend at 500 ms too.
+	time.Sleep(900 * time.Millisecond)
+	// Scripts wait until the pause is over: the extend at 1 s too.
 	if err := clients[0].Do(ctx, "CLIENT", "PAUSE", 400, "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -596,14 +598,14 @@ func TestRueidislockReportsItsOwnRelease(t *testing.T) {
 		_, clients = startNodes(t, 1)
 		l, rec = libLocker(t, "rueidislock", clients)
 		var err error
-		if a, err = l.Acquire(ctx, "k", "A", time.Second); err == nil {
+		if a, err = l.Acquire(ctx, "k", "A", 2*time.Second); err == nil {
 			break
 		} else if Definite(err) || try == 3 {
 			t.Fatal(err)
 		}
 		t.Logf("acquire, try %d: unknown outcome; again on a fresh node", try)
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(900 * time.Millisecond) // the extend is due at 1 s
 	if err := clients[0].Do(ctx, "CLIENT", "PAUSE", 400, "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
