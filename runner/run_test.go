@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -170,7 +171,12 @@ func TestWritesThroughTheHold(t *testing.T) {
 			last[o.Client] = o.Token
 		}
 	}
+	// Each grant's writes are timed from its first; the spacing is judged
+	// by the median over the grants, which a write a loaded machine held
+	// up (a clean-clone CI of d7b178f: 108 ms late) does not move. A write
+	// or a release is never early.
 	full := 0
+	gaps := make([][]time.Duration, 4) // gaps[k]: write k's, after the first
 	for token, ws := range writes {
 		rel, ok := released[token]
 		if !ok || len(ws) != 4 || last[ws[0].Client] == token {
@@ -178,12 +184,31 @@ func TestWritesThroughTheHold(t *testing.T) {
 		}
 		full++
 		for k := 1; k < len(ws); k++ {
-			if gap := time.Duration(ws[k].InvT - ws[0].DoneT); gap < time.Duration(k)*140*time.Millisecond || gap > time.Duration(k)*150*time.Millisecond+40*time.Millisecond {
+			gap := time.Duration(ws[k].InvT - ws[0].DoneT)
+			if gap < time.Duration(k)*140*time.Millisecond {
 				t.Errorf("%s: write %d at %v after the first, want about %v", token, k, gap, time.Duration(k)*150*time.Millisecond)
 			}
+			gaps[k] = append(gaps[k], gap)
 		}
-		if hold := time.Duration(rel - ws[0].DoneT); hold < 590*time.Millisecond || hold > 650*time.Millisecond {
+		hold := time.Duration(rel - ws[0].DoneT)
+		if hold < 590*time.Millisecond {
 			t.Errorf("%s: released %v after its first write, want about 600ms", token, hold)
+		}
+		gaps[0] = append(gaps[0], hold)
+	}
+	median := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	for k := 1; k < 4 && full > 0; k++ {
+		if m := median(gaps[k]); m > time.Duration(k)*150*time.Millisecond+40*time.Millisecond {
+			t.Errorf("write %d came a median %v after the first over %d grants, want about %v", k, m, full, time.Duration(k)*150*time.Millisecond)
+		}
+	}
+	if full > 0 {
+		if m := median(gaps[0]); m < 590*time.Millisecond || m > 650*time.Millisecond {
+			t.Errorf("released a median %v after the first write over %d grants, want about 600ms", m, full)
 		}
 	}
 	if full < 3 {
