@@ -48,7 +48,11 @@ func dockerEntry(t *testing.T, name string, seed int64) reports.Results {
 		t.Fatal(err)
 	}
 	e.Spec.Seed = seed
-	r := run(t, onDocker(t, e.Spec))
+	var stopOn []string
+	if e.Expect.Unsafe && e.Expect.Anomaly != "" {
+		stopOn = append(stopOn, e.Expect.Anomaly)
+	}
+	r := runStopping(t, onDocker(t, e.Spec), stopOn...).Results
 	if ok, why := e.Expect.Met(r); !ok {
 		t.Errorf("%s on docker, seed %d: expectation %q not met: %s; anomalies %v, notes %v", name, seed, e.Expect, why, r.Anomalies, r.Checker.Notes)
 	}
