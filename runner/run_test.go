@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -281,9 +282,6 @@ func TestRueidislockHoldsPastItsTTL(t *testing.T) {
 		// half TTL: four extends each, at least three. The lease the time limit
 		// cut short, and the closing liveness check's, which releases at
 		// once, have fewer and are not counted.
-		if ext := r.Stats["extend"]; ext.Fail != 0 || ext.Info != 0 {
-			t.Errorf("extends %+v: every one should have landed", ext)
-		}
 		events, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
 		if err != nil {
 			t.Fatal(err)
@@ -291,6 +289,12 @@ func TestRueidislockHoldsPastItsTTL(t *testing.T) {
 		granted, extends, full := map[string]int64{}, map[string]int{}, 0
 		for _, e := range events {
 			switch {
+			// An extend the release cut short is rightly unknown (a loaded
+			// clean-clone CI had one in 12, a release delayed onto the
+			// extend's timer); any other that did not land is the
+			// library's or the harness's failure.
+			case e.F == history.Extend && (e.Type == history.Fail || e.Type == history.Info) && !strings.Contains(e.Error, "released before this completed"):
+				t.Errorf("extend of %s at %.3f s: %s %s", e.Token, float64(e.Time)/1e9, e.Type, e.Error)
 			case e.F == history.Acquire && e.Type == history.OK:
 				granted[e.Token] = e.Time
 			case e.F == history.Extend && e.Type == history.OK:
