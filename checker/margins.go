@@ -382,13 +382,18 @@ func (c *checker) replicationMargins(e *history.Event, node string, seen map[int
 // forward again at each flip, the leases live at any point of its window,
 // from when they were).
 func (c *checker) clockMargins(e *history.Event, end int64, seen map[int]*history.Event) {
-	move := e.Facts.Clock.ByNs - e.Facts.Clock.FromNs
-	strobe := e.Facts.Clock.EveryNs > 0
-	if strobe && move < 0 {
-		move = -move
+	mv := *e.Facts.Clock
+	strobe := mv.EveryNs > 0
+	// How far the clock moved forward while a lease had left ns to run:
+	// a jump's or a strobe's offset at once, a drift's gain over those ns.
+	moved := func(left int64) int64 {
+		if strobe {
+			return max(mv.ByNs, -mv.ByNs)
+		}
+		return int64(mv.GainedBy(time.Duration(left)))
 	}
-	if move <= 0 {
-		return // a clock set back lengthens leases
+	if moved(int64(time.Hour)) <= 0 {
+		return // a clock set back, or running slow, lengthens leases
 	}
 	for _, key := range c.leaseKeys() {
 		for _, l := range c.leases[key] {
@@ -403,13 +408,18 @@ func (c *checker) clockMargins(e *history.Event, end int64, seen map[int]*histor
 			if node == "" {
 				continue
 			}
+			move := moved(l.certEnd - at)
 			ns := l.certEnd - at - move
 			if !c.closer(Clock, ns) {
 				continue
 			}
 			c.setMargin(Clock, ns, key, at, append(indices(l.acq), e.Index), func() string {
-				left := fmt.Sprintf("%s's lease on %s had %s certainly left (%s) when %s's clock moved %s at %s",
-					who(l.acq), key, room(l.certEnd-at), c.certainUntil(l), node, history.Signed(time.Duration(move)), Secs(at))
+				how := "moved " + history.Signed(time.Duration(move))
+				if mv.RatePPB != 0 {
+					how = fmt.Sprintf("ran %s (%s by then)", history.Rate(mv.RatePPB), history.Signed(time.Duration(move).Round(time.Microsecond)))
+				}
+				left := fmt.Sprintf("%s's lease on %s had %s certainly left (%s) when %s's clock %s at %s",
+					who(l.acq), key, room(l.certEnd-at), c.certainUntil(l), node, how, Secs(at))
 				if ns < 0 {
 					return left + fmt.Sprintf(": the move ate the rest of it, %s more", room(ns))
 				}

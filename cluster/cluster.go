@@ -60,6 +60,12 @@ type Node interface {
 	SetClockOffset(d time.Duration) error
 	// ClockOffset is the node's current clock offset.
 	ClockOffset() time.Duration
+	// SetClockDrift makes the node's wall clock run fast (rate > 0) or
+	// slow by rate parts per billion from the offset it has now; 0 stops a
+	// drift where it got to, and so does SetClockOffset.
+	SetClockDrift(rate int64) error
+	// ClockDrift is the rate the node's clock drifts at now.
+	ClockDrift() int64
 }
 
 // Spec says what to start.

@@ -78,3 +78,31 @@ func (c *Cluster) WatchPrimary(ctx context.Context) (<-chan RoleChange, func(), 
 // (WatchPrimary): one with a failover, and a Sentinel target, whose
 // failovers are the deployment's own.
 func (c *Cluster) WatchesRoles() bool { return c.top.watch != nil }
+
+// Replicas are the nodes that replicate key's primary now, as each node's
+// ROLE says (a replica names its primary's address); none on a topology
+// without replication.
+func (c *Cluster) Replicas(ctx context.Context, key string) ([]Node, error) {
+	p, err := c.Primary(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var out []Node
+	for _, n := range c.Nodes {
+		if n == p || !n.Running() || n.Paused() {
+			continue
+		}
+		v, err := c.Do(ctx, n, "ROLE")
+		if err != nil {
+			continue
+		}
+		role, ok := v.([]any)
+		if !ok || len(role) < 3 || fmt.Sprint(role[0]) != "slave" {
+			continue
+		}
+		if c.NodeAt(fmt.Sprintf("%v:%v", role[1], role[2])) == p.Name() {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}

@@ -183,6 +183,28 @@ func (n *serverConf) ClockOffset() time.Duration {
 	return d
 }
 
+// SetClockDrift makes the node's wall clock gain (or lose) rate parts per
+// billion of real time from now on, from where it is now, also while the
+// node is paused or down. It fails when the node runs without the shim.
+func (n *serverConf) SetClockDrift(rate int64) error {
+	if n.clockFile == "" {
+		return fmt.Errorf("node %s runs without the clock shim (start it with Clock set)", n.name)
+	}
+	if err := clockshim.WriteDrift(n.clockFile, rate); err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// ClockDrift is the rate the node's clock drifts at; 0 without the shim.
+func (n *serverConf) ClockDrift() int64 {
+	if n.clockFile == "" {
+		return 0
+	}
+	st, _ := clockshim.Read(n.clockFile)
+	return st.Rate
+}
+
 func (n *serverConf) confPath() string { return filepath.Join(n.dir, "sentinel.conf") }
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.

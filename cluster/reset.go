@@ -44,7 +44,7 @@ func (c *Cluster) Reset(ctx context.Context, within time.Duration) (string, erro
 	}
 	clocks := 0
 	for _, n := range c.Nodes {
-		if n.ClockOffset() != 0 {
+		if n.ClockOffset() != 0 || n.ClockDrift() != 0 {
 			if err := n.SetClockOffset(0); err != nil {
 				return "", fmt.Errorf("clock of %s: %w", n.Name(), err)
 			}

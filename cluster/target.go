@@ -225,3 +225,5 @@ func (n *externalNode) Stop() error                        { return nil } // not
 func (n *externalNode) Running() bool                      { return true }
 func (n *externalNode) SetClockOffset(time.Duration) error { return errNotOurs }
 func (n *externalNode) ClockOffset() time.Duration         { return 0 }
+func (n *externalNode) SetClockDrift(int64) error          { return errNotOurs }
+func (n *externalNode) ClockDrift() int64                  { return 0 }

@@ -120,3 +120,107 @@ var clockStrobe = Fault{
 		return errors.Join(err, herr)
 	},
 }
+
+// roleNodes are the nodes a fault with a roleNodeOpt hits: the key's
+// primary, one of its replicas (drawn, then pinned by name), all of them,
+// the holder's node (holder ≥ 0), one drawn, or one named. A role is
+// looked up when the fault strikes, so a replay after a failover hits the
+// node in that role then.
+func roleNodes(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, def string, holder int) ([]cluster.Node, error) {
+	drawn := someNode(env, rng)
+	switch choice := opts.Get(optNode, def); choice {
+	case nodePrimary:
+		p, err := primary(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		return []cluster.Node{p}, nil
+	case nodeReplica, nodeReplicas:
+		rs, err := env.Cluster.Replicas(ctx, env.Key)
+		if err != nil {
+			return nil, fmt.Errorf("finding the replicas: %w", err)
+		}
+		if len(rs) == 0 {
+			return nil, fmt.Errorf("no replica follows the primary of %s now", env.Key)
+		}
+		if choice == nodeReplica {
+			r := rs[rng.Intn(len(rs))]
+			pin(opts, optNode, r.Name())
+			return []cluster.Node{r}, nil
+		}
+		return rs, nil
+	default:
+		return []cluster.Node{chooseNode(env, opts, def, drawn, holder)}, nil
+	}
+}
+
+// moveClocks sets each node's clock with set, and returns the offsets they
+// had before and a function that puts them back; when one fails, those
+// already moved are put back at once.
+func moveClocks(fault string, nodes []cluster.Node, set func(n cluster.Node, prev time.Duration) error) (prevs []time.Duration, restore func() error, err error) {
+	prevs = make([]time.Duration, len(nodes))
+	restore = func() error {
+		var errs []error
+		for i, n := range nodes {
+			errs = append(errs, setClock(fault, n, prevs[i]))
+		}
+		return errors.Join(errs...)
+	}
+	for i, n := range nodes {
+		prevs[i] = n.ClockOffset()
+		if err := set(n, prevs[i]); err != nil {
+			for j := range i {
+				setClock(fault, nodes[j], prevs[j])
+			}
+			return nil, nil, fmt.Errorf("%s: %w", fault, err)
+		}
+	}
+	return prevs, restore, nil
+}
+
+// nodeNames are the nodes' names.
+func nodeNames(nodes []cluster.Node) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Name()
+	}
+	return out
+}
+
+// clockSpan is a clock fault's for option: a duration (drawn in [lo, hi]
+// when not given, and pinned) or the whole run.
+func clockSpan(opts options.Values, rng *rand.Rand, lo, hi time.Duration) (time.Duration, bool) {
+	d, whole := opts.Span(optFor, func() time.Duration { return between(rng, lo, hi).Round(time.Millisecond) })
+	if !whole {
+		pin(opts, optFor, d.String())
+	}
+	return d, whole
+}
+
+// spanOpt is the for option of a clock fault that can last the whole run.
+func spanOpt(def string) options.Spec {
+	return options.Spec{Name: optFor, Kind: options.Span, Summary: "how long the fault holds, or run: until the run ends (default " + def + ")"}
+}
+
+// holdSpan waits out a clock fault's span: d, or the whole run.
+func holdSpan(ctx context.Context, d time.Duration, whole bool) {
+	if whole {
+		<-ctx.Done()
+		return
+	}
+	sleep(ctx, d)
+}
+
+// awaitRoleHolder waits for a grant when the node option asks for the
+// holder's node, and returns the holder's slot (-1 otherwise) and the
+// grant as facts.
+func awaitRoleHolder(ctx context.Context, env *Env, opts options.Values, def string) (int, *history.AfterGrant) {
+	if opts.Get(optNode, def) != nodeHolder {
+		return -1, nil
+	}
+	holder, err := awaitHolder(ctx, env)
+	if err != nil || ctx.Err() != nil {
+		return -1, nil
+	}
+	return holder, afterGrant(holder, 0)
+}

@@ -34,7 +34,7 @@ var Registry = []Fault{
 	partition, latency, pauseNode, killNode, pauseClient, killClient,
 	partitionPrimary, splitBrain, killPrimary, pausePrimary, replicationLag, failover,
 	partitionMajorities, partitionMinority, pauseAcquire, pausePastRelease,
-	clockJump, clockStrobe, delayWrite, clusterFailover, partitionHolder,
+	clockJump, clockStrobe, clockSkew, clockDrift, delayWrite, clusterFailover, partitionHolder,
 }
 
 // None is the nemesis name for a run without faults.
@@ -128,9 +128,16 @@ func (in Injection) Available(c *cluster.Cluster) error {
 	if err := in.Fault.Available(c); err != nil {
 		return err
 	}
-	if node, ok := in.Options[optNode]; ok && node != nodeHolder && node != nodeRandom && !slices.Contains(c.NodeNames(), node) {
-		return fmt.Errorf("nemesis %s: no node %q in topology %s (valid: %s, %s, %s)",
-			in, node, c.Topology, nodeHolder, nodeRandom, strings.Join(c.NodeNames(), ", "))
+	if node, ok := in.Options[optNode]; ok {
+		words := in.Fault.NodeWords()
+		if !slices.Contains(words, node) && !slices.Contains(c.NodeNames(), node) {
+			return fmt.Errorf("nemesis %s: no node %q in topology %s (valid: %s, %s)",
+				in, node, c.Topology, strings.Join(words, ", "), strings.Join(c.NodeNames(), ", "))
+		}
+		if (node == nodeReplica || node == nodeReplicas) && c.Can(cluster.Replication) != nil {
+			return fmt.Errorf("nemesis %s: topology %s has no replicas (valid: %s, %s)", in, c.Topology,
+				strings.Join(slices.DeleteFunc(words, func(w string) bool { return w == nodeReplica || w == nodeReplicas }), ", "), strings.Join(c.NodeNames(), ", "))
+		}
 	}
 	if lost, ok := in.Options[optLost]; ok {
 		names := strings.Split(lost, "/")
@@ -368,8 +375,11 @@ const (
 	optDelay = "delay"
 	optBy    = "by"
 
-	nodeHolder = "holder"
-	nodeRandom = "random"
+	nodeHolder   = "holder"
+	nodeRandom   = "random"
+	nodePrimary  = "primary"
+	nodeReplica  = "replica"
+	nodeReplicas = "replicas"
 )
 
 // forOpt is the option that fixes how long a fault holds.
@@ -384,6 +394,25 @@ func nodeOpt(def string, holder bool) options.Spec {
 		arg = "holder|random|NAME"
 	}
 	return options.Spec{Name: optNode, Kind: options.Word, Arg: arg, Summary: "the node it hits (default " + def + ")"}
+}
+
+// roleNodeOpt is the node option of a fault that can also hit nodes by
+// their role for the lock's key: its primary, one of its replicas, or all
+// of them (roleNodes).
+func roleNodeOpt(def string) options.Spec {
+	return options.Spec{Name: optNode, Kind: options.Word, Arg: strings.Join([]string{nodePrimary, nodeReplica, nodeReplicas, nodeHolder, nodeRandom, "NAME"}, "|"),
+		Summary: "the node it hits: the key's primary, one of its replicas, all of them, the holder's node, one drawn, or one named (default " + def + ")"}
+}
+
+// NodeWords are the words the fault's node option takes besides a node's
+// name (holder, random, ...); none when it has no node option.
+func (f Fault) NodeWords() []string {
+	for _, o := range f.Options {
+		if o.Name == optNode {
+			return slices.DeleteFunc(strings.Split(o.Arg, "|"), func(w string) bool { return w == "NAME" })
+		}
+	}
+	return nil
 }
 
 // hold is how long a fault holds: its for option, or a draw in [lo, hi].

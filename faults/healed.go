@@ -28,6 +28,9 @@ func (e *Env) Healed() error {
 		if d := n.ClockOffset(); d != 0 {
 			left = append(left, fmt.Sprintf("%s's clock is %s off", n.Name(), history.Signed(d)))
 		}
+		if r := n.ClockDrift(); r != 0 {
+			left = append(left, fmt.Sprintf("%s's clock still drifts %s", n.Name(), history.Rate(r)))
+		}
 	}
 	if f := e.Clients.Frozen(); len(f) > 0 {
 		left = append(left, fmt.Sprintf("clients still frozen: %v", f))

@@ -128,6 +128,10 @@ func listScenarios(w io.Writer, entries []scenario.Entry) {
 		if s.Workload != workloads.Default {
 			lock += " · " + s.Workload + " fencing " + s.Fencing
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Name, s.Topology, lock, s.Nemesis, e.Expect, e.Source)
+		source := e.Source
+		if e.SourceURL != "" {
+			source += " " + e.SourceURL
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", e.Name, s.Topology, lock, s.Nemesis, e.Expect, source)
 	}
 }

@@ -95,11 +95,22 @@ type AfterPromotion struct {
 
 // ClockMove is a clock fault's move: the offset from true time it set (By,
 // added to From, where the clock stood before), and for a strobe how often
-// it flipped between the two (EveryNs; 0 for one jump).
+// it flipped between the two (EveryNs; 0 for one jump). A drift sets no
+// offset at once (By 0) but a rate: the clock gains RatePPB parts per
+// billion of real time (negative: loses) until the fault ends.
 type ClockMove struct {
 	ByNs    int64 `json:"by_ns"`
 	FromNs  int64 `json:"from_ns,omitempty"`
 	EveryNs int64 `json:"every_ns,omitempty"`
+	RatePPB int64 `json:"rate_ppb,omitempty"`
+}
+
+// GainedBy is how far ahead of where it stood the move has put the clock
+// elapsed after it started: By, plus what a drift gained meanwhile.
+func (c ClockMove) GainedBy(elapsed time.Duration) time.Duration {
+	const sec = int64(time.Second)
+	el := max(int64(elapsed), 0)
+	return time.Duration(c.ByNs + el/sec*c.RatePPB + el%sec*c.RatePPB/sec)
 }
 
 // ProbedGrant names the grant a probe looked for.
@@ -180,6 +191,15 @@ func Signed(d time.Duration) string {
 		return d.String()
 	}
 	return "+" + d.String()
+}
+
+// Rate is a clock's drift in words: "2% fast", "0.5% slow".
+func Rate(ppb int64) string {
+	word := "fast"
+	if ppb < 0 {
+		word, ppb = "slow", -ppb
+	}
+	return strconv.FormatFloat(float64(ppb)/1e7, 'f', -1, 64) + "% " + word
 }
 
 // Holders are the nodes that held the grant, primaries first.

@@ -10,18 +10,22 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/access"
+	"github.com/lockharness/lockharness/internal/options"
 )
 
 // wait is cad plus WAIT 1 after a grant: the client uses the lock only once
 // at least one replica acknowledged the key, so that a failover is less
 // likely to promote a replica that never saw it. WAIT narrows the window;
 // it does not close it (the acknowledging replica need not be the one
-// promoted, and the grant happened on the primary all the same).
+// promoted, and the grant happened on the primary all the same). With
+// replicas=N the client waits for N acknowledgements: every replica, where
+// there are N, so that whichever is promoted has the grant.
 var wait = Recipe{
 	Name:    "wait",
 	Needs:   []access.Capability{access.Primary, access.Replicas}, // WAIT needs replicas to wait for
 	Summary: "cad plus WAIT 1 after acquiring; a grant no replica acknowledged is released unused",
-	New:     func(c Config) Locker { return &waitLock{c} },
+	Options: []options.Spec{{Name: "replicas", Kind: options.Int, Summary: "the acknowledgements to wait for (default 1)"}},
+	New:     func(c Config) Locker { return &waitLock{c, c.Options.Int("replicas", 1)} },
 }
 
 // ErrUnreplicated is returned with a valid lease: the grant happened, but no
@@ -29,7 +33,11 @@ var wait = Recipe{
 // release it at once.
 var ErrUnreplicated = errors.New("no replica acknowledged the grant")
 
-type waitLock struct{ Config }
+type waitLock struct {
+	Config
+	// acks is how many replicas must acknowledge a grant.
+	acks int
+}
 
 // replicaWait bounds WAIT; the command itself must fit in the op timeout.
 func (l *waitLock) replicaWait() time.Duration {
@@ -48,7 +56,7 @@ func (l *waitLock) Acquire(ctx context.Context, key, token string, ttl time.Dura
 			return lease, err
 		}
 		acks, err := command(ctx, l.OpTimeout, func(ctx context.Context) (int64, error) {
-			return l.Client.Do(ctx, "WAIT", 1, l.replicaWait().Milliseconds()).Int64()
+			return l.Client.Do(ctx, "WAIT", l.acks, l.replicaWait().Milliseconds()).Int64()
 		})
 		return l.acknowledged(lease, acks, err)
 	}
@@ -62,7 +70,7 @@ func (l *waitLock) Acquire(ctx context.Context, key, token string, ttl time.Dura
 	command(ctx, l.OpTimeout, func(ctx context.Context) ([]redis.Cmder, error) {
 		return node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			set = p.SetNX(ctx, key, token, ttl)
-			wait = p.Do(ctx, "WAIT", 1, l.replicaWait().Milliseconds())
+			wait = p.Do(ctx, "WAIT", l.acks, l.replicaWait().Milliseconds())
 			return nil
 		})
 	})
@@ -83,8 +91,8 @@ func (l *waitLock) acknowledged(lease Lease, acks int64, err error) (Lease, erro
 	if err != nil {
 		return lease, fmt.Errorf("%w: WAIT: %v", ErrUnreplicated, err)
 	}
-	if acks < 1 {
-		return lease, fmt.Errorf("%w: WAIT 1 %d returned %d", ErrUnreplicated, l.replicaWait().Milliseconds(), acks)
+	if acks < int64(l.acks) {
+		return lease, fmt.Errorf("%w: WAIT %d %d returned %d", ErrUnreplicated, l.acks, l.replicaWait().Milliseconds(), acks)
 	}
 	return lease, nil
 }

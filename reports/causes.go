@@ -275,10 +275,23 @@ func (a *analysis) clockMoves(from, to time.Duration, explained map[int]bool) []
 		c := b.Facts.Clock
 		d := time.Duration(c.ByNs)
 		var s string
-		switch {
+		switch promoted, at := a.promotedOf(b, to); {
+		case promoted != "" && (d > 0 || c.RatePPB > 0):
+			// A replica expires nothing on its own: its clock mattered
+			// once it was promoted, to the leases replicated to it.
+			move := fmt.Sprintf("was %v ahead", d)
+			if c.RatePPB > 0 {
+				move = "ran " + history.Rate(c.RatePPB)
+			}
+			s = fmt.Sprintf("%s's clock %s (%s on %s, %s to %s); promoted at %s, it expired by that clock the leases replicated to it, early: Redis 7 replicates a lease's expiry as an absolute time",
+				promoted, move, b.Fault, strings.Join(b.Facts.Nodes, ", "), secs(b.Start), secs(b.End), secs(at))
 		case c.EveryNs > 0:
 			s = fmt.Sprintf("%s's clock flipped between %s and %s every %v (%s, %s to %s): leases it held expired early and late in turn",
 				b.node(), history.Signed(time.Duration(c.FromNs+c.ByNs)), history.Signed(time.Duration(c.FromNs)), time.Duration(c.EveryNs), b.Fault, secs(b.Start), secs(b.End))
+		case c.RatePPB > 0:
+			s = fmt.Sprintf("%s's clock ran %s (%s, %s to %s): leases it held expired early there, by the share of their ttl it gained", b.node(), history.Rate(c.RatePPB), b.Fault, secs(b.Start), secs(b.End))
+		case c.RatePPB < 0:
+			s = fmt.Sprintf("%s's clock ran %s (%s, %s to %s): leases it held outlived their ttl there", b.node(), history.Rate(c.RatePPB), b.Fault, secs(b.Start), secs(b.End))
 		case d > 0:
 			s = fmt.Sprintf("%s's clock was %v ahead (%s, %s to %s): leases it held expired early there", b.node(), d, b.Fault, secs(b.Start), secs(b.End))
 		case d < 0:
@@ -290,6 +303,17 @@ func (a *analysis) clockMoves(from, to time.Duration, explained map[int]bool) []
 		explained[i] = true
 	}
 	return out
+}
+
+// promotedOf is the first node of clock band b promoted within its window
+// and by to, and when; "" if none was.
+func (a *analysis) promotedOf(b Band, to time.Duration) (string, time.Duration) {
+	for _, p := range a.bands {
+		if n, ok := p.Facts.Promoted(); ok && slices.Contains(b.Facts.Nodes, n) && p.Start >= b.Start && p.Start <= min(b.End, to) {
+			return n, p.Start
+		}
+	}
+	return "", 0
 }
 
 // frozenClients tells each client of the finding that a fault froze within

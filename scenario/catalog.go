@@ -17,6 +17,10 @@ import (
 type Entry struct {
 	Name   string
 	Source string
+	// SourceURL links the public report the row reproduces, if one does
+	// (an issue, a pull request, an analysis); docs/regressions.md keeps
+	// when it last reproduced it.
+	SourceURL string
 	// Story is the fault and sequence in a sentence.
 	Story  string
 	Spec   Spec

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -37,11 +38,13 @@ var catalogFiles embed.FS
 
 // scenarioFile is a scenario file as it decodes.
 type scenarioFile struct {
-	Name    string `toml:"name"`
-	Source  string `toml:"source"`
-	Story   string `toml:"story"`
-	Expect  string `toml:"expect"`
-	Compare string `toml:"compare"`
+	Name   string `toml:"name"`
+	Source string `toml:"source"`
+	// SourceURL links the public report the row reproduces.
+	SourceURL string `toml:"source_url"`
+	Story     string `toml:"story"`
+	Expect    string `toml:"expect"`
+	Compare   string `toml:"compare"`
 	// Remedy: this (safe) row shows the remedy of a cause of an unsafe
 	// row's anomaly, which pages then name beside that cause.
 	Remedy *RemedyOf `toml:"remedy"`
@@ -78,7 +81,12 @@ func ParseScenario(name, dir string, data []byte) (Entry, error) {
 	}
 	f.Spec.WorkerCmd = expandPaths(f.Spec.WorkerCmd, dir, shell.Quote)
 	f.Spec.WriteSQL = expandPaths(f.Spec.WriteSQL, dir, func(p string) string { return p })
-	e := Entry{Name: f.Name, Source: f.Source, Story: f.Story, Spec: f.Spec, Expect: expect, Compare: f.Compare, Remedy: f.Remedy}
+	if f.SourceURL != "" {
+		if u, err := url.Parse(f.SourceURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return Entry{}, fmt.Errorf("%s: source_url %q: want an http(s) link to the report the row reproduces", at("source_url"), f.SourceURL)
+		}
+	}
+	e := Entry{Name: f.Name, Source: f.Source, SourceURL: f.SourceURL, Story: f.Story, Spec: f.Spec, Expect: expect, Compare: f.Compare, Remedy: f.Remedy}
 	e.Spec.Name = f.Name
 	if r := f.Remedy; r != nil {
 		if err := r.check(expect); err != nil {
@@ -460,7 +468,7 @@ func FormatScenario(e Entry, header string) ([]byte, error) {
 		return err
 	}
 	var errs []error
-	for _, kv := range []struct{ k, v string }{{"name", e.Name}, {"source", e.Source}, {"story", e.Story}, {"expect", e.Expect.String()}, {"compare", e.Compare}} {
+	for _, kv := range []struct{ k, v string }{{"name", e.Name}, {"source", e.Source}, {"source_url", e.SourceURL}, {"story", e.Story}, {"expect", e.Expect.String()}, {"compare", e.Compare}} {
 		if kv.v != "" {
 			errs = append(errs, put(kv.k, kv.v))
 		}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -86,7 +87,7 @@ func TestBadScenarioFilesNameTheLineAndField(t *testing.T) {
 		{`lock = "cad"`, `lock = "cda"`, `x.toml:8: field spec.lock: unknown lock "cda" (did you mean cad? valid: cad,`},
 		{`lock = "cad"`, `lock = "cda"   # a typo`, `x.toml:8: field spec.lock: unknown lock "cda" (did you mean cad? valid: cad,`},
 		{`expect = "unsafe: stale-write"`, `expect = "unsafe: stale-writes"`, `x.toml:5: expect: unknown anomaly "stale-writes" (did you mean stale-write? valid: double-grant,`},
-		{`story = "a holder freezes past its lease"`, `storey = "a holder freezes"`, "x.toml:4: unknown field storey (did you mean story? valid at the top: name, source, story, expect, compare, remedy, spec)"},
+		{`story = "a holder freezes past its lease"`, `storey = "a holder freezes"`, "x.toml:4: unknown field storey (did you mean story? valid at the top: name, source, source_url, story, expect, compare, remedy, spec)"},
 		{`time_limit = "6s"`, `time_limit = 6`, `x.toml:11: field spec.time_limit: a duration is a string such as "1.5s", got 6`},
 		{`nemesis = "pause-client"`, `nemesis = "partition-primary"`, `x.toml:9: field spec.nemesis: nemesis partition-primary: topology single has no replication`},
 		{`ttl = "1s"`, `seed = 7`, "x.toml:10: unknown field spec.seed (valid in [spec]: topology,"},
@@ -194,5 +195,18 @@ after_promotion = "100ms"
 		}
 	} else {
 		t.Errorf("a step after a grant and a promotion: %v", err)
+	}
+}
+
+func TestSourceURLIsALink(t *testing.T) {
+	base := "name = \"x\"\nsource = \"redis/redis#8474\"\n%s\nexpect = \"safe\"\n[spec]\nlock = \"cad\"\n"
+	e, err := ParseScenario("x.toml", ".", []byte(fmt.Sprintf(base, `source_url = "https://github.com/redis/redis/pull/8474"`)))
+	if err != nil || e.SourceURL != "https://github.com/redis/redis/pull/8474" {
+		t.Fatalf("a link: %+v, %v", e, err)
+	}
+	for _, bad := range []string{`source_url = "redis#8474"`, `source_url = "ftp://example.org/x"`, `source_url = "https://"`} {
+		if _, err := ParseScenario("x.toml", ".", []byte(fmt.Sprintf(base, bad))); err == nil || !strings.Contains(err.Error(), "x.toml:3: source_url") {
+			t.Errorf("%s: %v, want it refused at line 3", bad, err)
+		}
 	}
 }

@@ -30,6 +30,9 @@ type Space struct {
 	// has learnt them (an arm without one weighs 1); nil draws them
 	// alike, as random search does.
 	Weights map[string]float64
+	// NodeWords are, fault by fault, the words of its node option
+	// (holder, replica, ...) that a run of Base can take.
+	NodeWords map[string][]string
 }
 
 // The moments a fault is anchored to: a fixed time from the clients'
@@ -128,6 +131,15 @@ func NewSpace(base scenario.Spec, nemesis string) (Space, error) {
 		}
 		f, _ := faults.Lookup(name)
 		s.Faults = append(s.Faults, f)
+		for _, w := range f.NodeWords() {
+			try.Nemesis = name + ":node=" + w
+			if _, err := try.Resolve(); err == nil {
+				if s.NodeWords == nil {
+					s.NodeWords = map[string][]string{}
+				}
+				s.NodeWords[name] = append(s.NodeWords[name], w)
+			}
+		}
 	}
 	if len(refused) > 0 {
 		return s, fmt.Errorf("explore: %s", strings.Join(refused, "; "))
@@ -366,10 +378,11 @@ func (s Space) setOption(rng *rand.Rand, ge *Gene, o options.Spec) {
 		if o.Name != "node" {
 			return
 		}
-		v = []string{"holder", "random"}[rng.Intn(2)]
-		if !strings.Contains(o.Arg, "holder") {
-			v = "random"
+		words := s.NodeWords[ge.Fault]
+		if len(words) == 0 {
+			return
 		}
+		v = words[rng.Intn(len(words))]
 	case options.Slots:
 		if s.Base.Clients < 2 {
 			return

@@ -1,9 +1,10 @@
 // Package clockshim finds, builds and drives libclockshim.so, the LD_PRELOAD
 // library that moves a process's wall clock (csrc/clockshim.c). A process
 // started with LD_PRELOAD=<library> and LOCKHARNESS_CLOCK_FILE=<file> sees
-// CLOCK_REALTIME (clock_gettime, gettimeofday, time) moved by the offset in
-// the file; its monotonic clock is untouched. WriteOffset changes the offset
-// of a running process at once.
+// CLOCK_REALTIME (clock_gettime, gettimeofday, time) moved by the state in
+// the file: a fixed offset, or one that grows at a rate (a clock running
+// fast or slow); its monotonic clock is untouched. WriteOffset and
+// WriteDrift change a running process's clock at once.
 //
 // The C source sits in csrc/ because the go tool refuses C files in a
 // package directory that does not use cgo; it is embedded, so Build works
@@ -14,7 +15,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	_ "embed"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Source is the library's C source.
@@ -43,8 +45,7 @@ const (
 	LibName = "libclockshim.so"
 )
 
-// offsetSize is the offset file's length: one int64 of nanoseconds in native
-// byte order (little-endian on amd64 and arm64).
+// offsetSize is the first format's length: the offset alone.
 const offsetSize = 8
 
 // Env returns the environment entries that load the library lib into a
@@ -172,64 +173,160 @@ func Find() (string, error) {
 	return lib, nil
 }
 
-// WriteOffset sets the clock offset in the file at path, creating the file
-// when it does not exist. A running process sees the new value on its next
-// clock read.
-//
-// The value is changed in place, never by replacing the file (the shim maps
-// the file's inode once): WriteOffset maps the file's first page shared and
-// stores the 8 bytes with one aligned atomic store, which the shim reads
-// with one aligned atomic load, so no reader ever sees a torn value. A file
-// shorter than 8 bytes is written with a plain write instead: no shim maps
-// such a file.
+// State is a shimmed process's clock: its wall clock reads true time plus
+// Offset plus Rate times the monotonic time since Anchor.
+type State struct {
+	Offset time.Duration
+	// Rate is how much faster the clock runs, in parts per billion: 2%
+	// fast is 20,000,000; negative runs slow.
+	Rate int64
+	// Anchor is CLOCK_MONOTONIC, in nanoseconds, when the rate started.
+	Anchor int64
+}
+
+// At is the offset the state gives at monotonic time mono, computed as the
+// shim computes it.
+func (s State) At(mono int64) time.Duration {
+	if s.Rate == 0 {
+		return s.Offset
+	}
+	el := max(mono-s.Anchor, 0)
+	const sec = int64(time.Second)
+	return s.Offset + time.Duration(el/sec*s.Rate+el%sec*s.Rate/sec)
+}
+
+// Now is the offset the state gives now.
+func (s State) Now() time.Duration { return s.At(Monotonic()) }
+
+// Monotonic is CLOCK_MONOTONIC in nanoseconds: the clock the shim's rate
+// counts on, the same for every process and container on the machine.
+func Monotonic() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic("clock_gettime(CLOCK_MONOTONIC): " + err.Error())
+	}
+	return ts.Nano()
+}
+
+// stateSize is the offset file's length: offset, rate, anchor and the
+// sequence count, four int64s in native byte order (little-endian on amd64
+// and arm64). The first format was the offset alone (8 bytes), which the
+// shim still reads.
+const stateSize = 32
+
+// writeMu makes the harness the one writer the shim's seqlock assumes,
+// whichever of its faults moves a clock.
+var writeMu sync.Mutex
+
+// WriteOffset sets the clock to a fixed offset d, stopping any drift, in
+// the file at path, creating the file when it does not exist. A running
+// process sees the new value on its next clock read.
 func WriteOffset(path string, d time.Duration) error {
+	return Write(path, State{Offset: d})
+}
+
+// WriteDrift makes the clock in the file at path run fast (rate > 0) or
+// slow by rate parts per billion from now on, from the offset it has now;
+// rate 0 stops a drift where it got to.
+func WriteDrift(path string, rate int64) error {
+	writeMu.Lock()
+	defer writeMu.Unlock()
+	now, err := Read(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	mono := Monotonic()
+	return write(path, State{Offset: now.At(mono), Rate: rate, Anchor: mono})
+}
+
+// Write sets the clock's whole state in the file at path.
+//
+// The state is changed in place, never by replacing the file (the shim maps
+// the file's inode once): Write maps the file shared and, as the shim's
+// seqlock expects, makes the sequence count odd, stores the fields and
+// makes it even again, each with an aligned atomic store. A file shorter
+// than the state (a missing one, or the offset-only format) is first
+// extended: no running shim maps it as a whole state, and one that maps
+// the offset alone still reads the offset.
+func Write(path string, st State) error {
+	writeMu.Lock()
+	defer writeMu.Unlock()
+	return write(path, st)
+}
+
+func write(path string, st State) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	info, err := f.Stat()
 	if err != nil {
 		return err
 	}
-	if st.Size() < offsetSize {
-		var b [offsetSize]byte
-		binary.NativeEndian.PutUint64(b[:], uint64(d))
-		if _, err := f.WriteAt(b[:], 0); err != nil {
-			return fmt.Errorf("clock offset %s: %w", path, err)
+	if info.Size() < stateSize {
+		if err := f.Truncate(stateSize); err != nil {
+			return fmt.Errorf("clock state %s: %w", path, err)
 		}
-		return nil
 	}
-	return mapped(f, syscall.PROT_READ|syscall.PROT_WRITE, func(p *int64) { atomic.StoreInt64(p, int64(d)) })
+	return mapped(f, stateSize, syscall.PROT_READ|syscall.PROT_WRITE, func(w []int64) {
+		seq := (*uint64)(unsafe.Pointer(&w[3]))
+		s := atomic.LoadUint64(seq)
+		atomic.StoreUint64(seq, s|1)
+		atomic.StoreInt64(&w[0], int64(st.Offset))
+		atomic.StoreInt64(&w[1], st.Rate)
+		atomic.StoreInt64(&w[2], st.Anchor)
+		atomic.StoreUint64(seq, (s|1)+1)
+	})
 }
 
-// ReadOffset returns the clock offset in the file at path.
-func ReadOffset(path string) (time.Duration, error) {
+// Read returns the clock's state in the file at path; a file in the
+// offset-only format has no rate.
+func Read(path string) (State, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return State{}, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	info, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return State{}, err
 	}
-	if st.Size() < offsetSize {
-		return 0, fmt.Errorf("clock offset %s: %d bytes, want %d", path, st.Size(), offsetSize)
+	var st State
+	switch {
+	case info.Size() >= stateSize:
+		err = mapped(f, stateSize, syscall.PROT_READ, func(w []int64) {
+			seq := (*uint64)(unsafe.Pointer(&w[3]))
+			for {
+				before := atomic.LoadUint64(seq)
+				st = State{Offset: time.Duration(atomic.LoadInt64(&w[0])), Rate: atomic.LoadInt64(&w[1]), Anchor: atomic.LoadInt64(&w[2])}
+				if before&1 == 0 && atomic.LoadUint64(seq) == before {
+					return
+				}
+			}
+		})
+	case info.Size() >= offsetSize:
+		err = mapped(f, offsetSize, syscall.PROT_READ, func(w []int64) { st.Offset = time.Duration(atomic.LoadInt64(&w[0])) })
+	default:
+		err = fmt.Errorf("clock state %s: %d bytes, want %d", path, info.Size(), stateSize)
 	}
-	var d time.Duration
-	err = mapped(f, syscall.PROT_READ, func(p *int64) { d = time.Duration(atomic.LoadInt64(p)) })
-	return d, err
+	return st, err
 }
 
-// mapped maps the file's first 8 bytes shared and calls fn with them as an
-// int64; the mapping is page-aligned, so the int64 is too.
-func mapped(f *os.File, prot int, fn func(*int64)) error {
-	m, err := syscall.Mmap(int(f.Fd()), 0, offsetSize, prot, syscall.MAP_SHARED)
+// ReadOffset returns the clock's offset now in the file at path.
+func ReadOffset(path string) (time.Duration, error) {
+	st, err := Read(path)
+	return st.Now(), err
+}
+
+// mapped maps the file's first n bytes shared and calls fn with them as
+// int64s; the mapping is page-aligned, so every int64 is too.
+func mapped(f *os.File, n int, prot int, fn func([]int64)) error {
+	m, err := syscall.Mmap(int(f.Fd()), 0, n, prot, syscall.MAP_SHARED)
 	if err != nil {
-		return fmt.Errorf("clock offset %s: mmap: %w", f.Name(), err)
+		return fmt.Errorf("clock state %s: mmap: %w", f.Name(), err)
 	}
 	defer syscall.Munmap(m)
-	fn((*int64)(unsafe.Pointer(&m[0])))
+	fn(unsafe.Slice((*int64)(unsafe.Pointer(&m[0])), n/8))
 	return nil
 }

@@ -1,6 +1,7 @@
 package clockshim
 
 import (
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +24,8 @@ func TestWriteReadOffset(t *testing.T) {
 		if err != nil || got != d {
 			t.Fatalf("ReadOffset after WriteOffset(%v) = %v, %v", d, got, err)
 		}
-		if st, err := os.Stat(path); err != nil || st.Size() != offsetSize {
-			t.Fatalf("offset file: %v, %v; want %d bytes", st, err, offsetSize)
+		if st, err := os.Stat(path); err != nil || st.Size() != stateSize {
+			t.Fatalf("offset file: %v, %v; want %d bytes", st, err, stateSize)
 		}
 	}
 }
@@ -98,6 +99,101 @@ func TestShimMovesTheWallClock(t *testing.T) {
 	for _, env := range [][]string{{"LD_PRELOAD=" + lib}, Env(lib, filepath.Join(t.TempDir(), "none"))} {
 		if got := epoch(t, env...) - time.Now().Unix(); got < -2 || got > 2 {
 			t.Errorf("%v: date is %+ds off, want 0", env, got)
+		}
+	}
+}
+
+// nanosAhead runs date under the shim and returns the nanoseconds it printed
+// less true time's.
+func nanosAhead(t *testing.T, env ...string) time.Duration {
+	t.Helper()
+	cmd := exec.Command("date", "+%s%N")
+	cmd.Env = append(os.Environ(), env...)
+	before := time.Now()
+	out, err := cmd.Output()
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ns - (before.UnixNano()+after.UnixNano())/2)
+}
+
+// A drifting clock gains rate × elapsed on top of the offset it had, and
+// keeps what it gained when the drift stops.
+func TestShimDriftsTheWallClock(t *testing.T) {
+	lib := build(t)
+	file := filepath.Join(t.TempDir(), "clock.offset")
+	if err := WriteOffset(file, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDrift(file, 500_000_000); err != nil { // 50% fast
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	ahead := nanosAhead(t, Env(lib, file)...)
+	want, err := ReadOffset(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ahead < 1400*time.Millisecond || ahead > 1700*time.Millisecond || (ahead-want).Abs() > 100*time.Millisecond {
+		t.Fatalf("after 1 s at +50%% from +1 s: date is %v ahead, the file says %v; want about 1.5 s", ahead, want)
+	}
+	if err := WriteDrift(file, 0); err != nil {
+		t.Fatal(err)
+	}
+	frozen, _ := ReadOffset(file)
+	time.Sleep(300 * time.Millisecond)
+	if now, _ := ReadOffset(file); now != frozen || frozen < ahead-50*time.Millisecond {
+		t.Fatalf("a stopped drift moved on: %v then %v (date saw %v)", frozen, now, ahead)
+	}
+	if got := nanosAhead(t, Env(lib, file)...); (got - frozen).Abs() > 100*time.Millisecond {
+		t.Fatalf("stopped at %v, date is %v ahead", frozen, got)
+	}
+	if err := WriteDrift(file, -500_000_000); err != nil { // 50% slow
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if got := nanosAhead(t, Env(lib, file)...); got > frozen-400*time.Millisecond || got < frozen-700*time.Millisecond {
+		t.Fatalf("after 1 s at -50%% from %v: date is %v ahead, want about %v", frozen, got, frozen-500*time.Millisecond)
+	}
+	if err := WriteOffset(file, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := Read(file); st != (State{}) {
+		t.Fatalf("WriteOffset(0) left %+v", st)
+	}
+}
+
+// The first format, the offset alone in 8 bytes, is still read by the shim
+// and by Read.
+func TestShimReadsTheOffsetOnlyFormat(t *testing.T) {
+	lib := build(t)
+	file := filepath.Join(t.TempDir(), "clock.offset")
+	b := make([]byte, offsetSize)
+	binary.NativeEndian.PutUint64(b, uint64(time.Hour))
+	os.WriteFile(file, b, 0o644)
+	if st, err := Read(file); err != nil || st != (State{Offset: time.Hour}) {
+		t.Fatalf("Read = %+v, %v", st, err)
+	}
+	if got := nanosAhead(t, Env(lib, file)...); (got - time.Hour).Abs() > 2*time.Second {
+		t.Fatalf("date is %v ahead, want an hour", got)
+	}
+}
+
+func TestStateAt(t *testing.T) {
+	st := State{Offset: time.Second, Rate: 20_000_000, Anchor: 1000}
+	for mono, want := range map[int64]time.Duration{
+		0:                           time.Second, // before the anchor: no drift yet
+		1000 + int64(time.Second):   time.Second + 20*time.Millisecond,
+		1000 + int64(100*time.Hour): time.Second + 2*time.Hour,
+		1000 + 1500:                 time.Second + 30,
+	} {
+		if got := st.At(mono); got != want {
+			t.Errorf("At(%d) = %v, want %v", mono, got, want)
 		}
 	}
 }

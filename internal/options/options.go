@@ -12,6 +12,7 @@ package options
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,7 +42,19 @@ const (
 	// Slots are client slots, integers ≥ 0 joined by "/" (0/2/5): the
 	// separators , and + are the nemesis list's own.
 	Slots
+	// Rate is a signed percentage, how much faster something runs: 2%,
+	// -0.5%, 0.05%; within ±50%.
+	Rate
+	// Span is a non-negative duration or "run", the whole run.
+	Span
 )
+
+// WholeRun is the Span value that means the whole run.
+const WholeRun = "run"
+
+// maxRate bounds a Rate: a clock running at half speed or half again as
+// fast is past any clock a machine keeps, and a rate of -100% would stop it.
+const maxRate = 50
 
 // Spec is one option an entry accepts.
 type Spec struct {
@@ -69,6 +82,10 @@ func (s Spec) ArgName() string {
 		return "WORD"
 	case s.Kind == Slots:
 		return "N/N/..."
+	case s.Kind == Rate:
+		return "±P%"
+	case s.Kind == Span:
+		return "D|" + WholeRun
 	}
 	return ""
 }
@@ -106,6 +123,17 @@ func (s Spec) check(v string) error {
 	case Word:
 		if strings.ContainsAny(v, ",:+= ") {
 			return fmt.Errorf("option %s=%q: a value may not hold , : + = or spaces", s.Name, v)
+		}
+	case Rate:
+		if _, err := parseRate(v); err != nil {
+			return fmt.Errorf("option %s=%s: %v", s.Name, v, err)
+		}
+	case Span:
+		if v == WholeRun {
+			return nil
+		}
+		if d, err := time.ParseDuration(v); err != nil || d < 0 {
+			return fmt.Errorf("option %s=%s: want a duration like 500ms or 4s, or %s for the whole run", s.Name, v, WholeRun)
 		}
 	case Slots:
 		for _, item := range strings.Split(v, "/") {
@@ -243,6 +271,49 @@ func (v Values) Duration(name string, def func() time.Duration) time.Duration {
 	}
 	d, _ := time.ParseDuration(val)
 	return d
+}
+
+// parseRate reads a signed percentage as parts per billion.
+func parseRate(v string) (int64, error) {
+	num, ok := strings.CutSuffix(v, "%")
+	f, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("want a percentage such as 2%%, -0.5%% or 0.05%%")
+	}
+	if f < -maxRate || f > maxRate {
+		return 0, fmt.Errorf("want a rate within ±%d%%", maxRate)
+	}
+	return int64(math.Round(f * 1e7)), nil
+}
+
+// Rate is a Rate option's value in parts per billion, or what def returns.
+func (v Values) Rate(name string, def func() int64) int64 {
+	val, ok := v[name]
+	if !ok {
+		return def()
+	}
+	r, _ := parseRate(val)
+	return r
+}
+
+// Span is a Span option's duration, or what def returns, and whether it is
+// the whole run.
+func (v Values) Span(name string, def func() time.Duration) (d time.Duration, whole bool) {
+	val, ok := v[name]
+	switch {
+	case !ok:
+		return def(), false
+	case val == WholeRun:
+		return 0, true
+	}
+	d, _ = time.ParseDuration(val)
+	return d, false
+}
+
+// FormatRate writes parts per billion as a Rate option's value: "2%",
+// "-0.5%".
+func FormatRate(ppb int64) string {
+	return strconv.FormatFloat(float64(ppb)/1e7, 'f', -1, 64) + "%"
 }
 
 // Slots is a Slots option's client slots, sorted and without repeats, and

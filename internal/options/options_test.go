@@ -74,3 +74,46 @@ func TestSlots(t *testing.T) {
 		}
 	}
 }
+
+func TestRateAndSpan(t *testing.T) {
+	specs := []Spec{{Name: "rate", Kind: Rate}, {Name: "for", Kind: Span}}
+	for text, want := range map[string]struct {
+		ppb   int64
+		d     time.Duration
+		whole bool
+	}{
+		"rate=2%:for=3s":      {20_000_000, 3 * time.Second, false},
+		"rate=-0.5%:for=run":  {-5_000_000, 0, true},
+		"rate=0.05%:for=0s":   {500_000, 0, false},
+		"rate=50%:for=1500ms": {500_000_000, 1500 * time.Millisecond, false},
+	} {
+		v, err := Parse(text, specs)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", text, err)
+		}
+		never := func() time.Duration { t.Error("default drawn for a given option"); return 0 }
+		d, whole := v.Span("for", never)
+		if r := v.Rate("rate", func() int64 { return 0 }); r != want.ppb || d != want.d || whole != want.whole {
+			t.Errorf("Parse(%q): rate %d, for %v whole %v; want %+v", text, r, d, whole, want)
+		}
+		if got := FormatRate(want.ppb); "rate="+got != strings.Split(text, ":")[0] {
+			t.Errorf("FormatRate(%d) = %q", want.ppb, got)
+		}
+	}
+	for text, want := range map[string]string{
+		"rate=2":     "want a percentage",
+		"rate=x%":    "want a percentage",
+		"rate=51%":   "within ±50%",
+		"rate=-60%":  "within ±50%",
+		"rate=NaN%":  "want a percentage",
+		"for=-1s":    "or run for the whole run",
+		"for=always": "or run for the whole run",
+	} {
+		if _, err := Parse(text, specs); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want %q", text, err, want)
+		}
+	}
+	if (Spec{Name: "rate", Kind: Rate}).String() != "rate=±P%" || (Spec{Name: "for", Kind: Span}).String() != "for=D|run" {
+		t.Error("help names")
+	}
+}

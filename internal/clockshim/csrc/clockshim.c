@@ -8,16 +8,35 @@
  * (mstime() -> gettimeofday) and times its own work on the monotonic clock,
  * so moving the offset moves only what a skewed clock would move.
  *
- * The offset lives in the file named by LOCKHARNESS_CLOCK_FILE: 8 bytes, an
- * int64 in native byte order (little-endian on amd64 and arm64). The file is
- * mapped read-only and shared once, at load time, and read on every call, so
- * the harness moves the clock by changing the 8 bytes in place (never by
- * replacing the file: the mapping would keep the old inode). The harness maps
- * the same page read-write and stores the value with one aligned 8-byte
- * atomic store; this side loads it with one aligned 8-byte atomic load, so a
- * reader sees the old or the new value, never a mix. Without the variable, or
- * when the file is missing or shorter than 8 bytes (mapping past the end
- * would raise SIGBUS), the offset is 0 for the life of the process.
+ * The clock's state lives in the file named by LOCKHARNESS_CLOCK_FILE, four
+ * int64s in native byte order (little-endian on amd64 and arm64):
+ *
+ *   offset  nanoseconds added to the wall clock at the anchor
+ *   rate    parts per billion the offset grows by per nanosecond of
+ *           CLOCK_MONOTONIC after the anchor (a clock running fast: +;
+ *           slow: -; 0: a fixed offset)
+ *   anchor  CLOCK_MONOTONIC (system-wide, the same in a container) at
+ *           which the rate started
+ *   seq     a sequence count, odd while the harness is writing
+ *
+ * so the wall clock reads real + offset + rate * (monotonic - anchor). The
+ * file is mapped read-only and shared once, at load time, and read on every
+ * call, so the harness changes the clock by writing the mapping in place
+ * (never by replacing the file: the mapping would keep the old inode). The
+ * harness is the only writer and brackets each change with seq (a seqlock):
+ * a reader that saw seq odd, or changed across its reads, reads again, so it
+ * never combines an old rate with a new anchor. A file of 8 to 31 bytes
+ * holds the offset alone (the first format), read with one atomic load.
+ * Without the variable, or when the file is missing or shorter than 8 bytes
+ * (mapping past the end would raise SIGBUS), the offset is 0 for the life of
+ * the process.
+ *
+ * Only the wall clock moves. Redis 7.0 decides a key's expiry from the wall
+ * clock alone (keyIsExpired compares mstime(), from gettimeofday, with the
+ * absolute expiry), and paces its timers on CLOCK_MONOTONIC, which a clock
+ * fault here leaves true: a drifting wall clock is what expires a lock early
+ * or late, and a monotonic clock that could run back when a drift heals
+ * would break the promise its name makes.
  *
  * No recursion: libfaketime breaks jemalloc-built redis-server because its
  * hooks resolve the real functions lazily with dlsym, dlsym may malloc,
@@ -47,15 +66,17 @@
 
 typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
 
-/* Both are set once by the constructor and only read afterwards. */
-static const int64_t *offset_ns;             /* NULL: offset 0 */
-static clock_gettime_fn real_clock_gettime;  /* NULL: use the syscall */
+struct clock_state {
+	int64_t offset;
+	int64_t rate;   /* parts per billion */
+	int64_t anchor; /* CLOCK_MONOTONIC nanoseconds */
+	uint64_t seq;
+};
 
-static int64_t current_offset(void)
-{
-	const int64_t *p = __atomic_load_n(&offset_ns, __ATOMIC_ACQUIRE);
-	return p ? __atomic_load_n(p, __ATOMIC_RELAXED) : 0;
-}
+/* All three are set once by the constructor and only read afterwards. */
+static const struct clock_state *state;     /* NULL: offset 0 */
+static int state_has_rate;                  /* 0: the 8-byte format */
+static clock_gettime_fn real_clock_gettime; /* NULL: use the syscall */
 
 static int real_now(clockid_t clk, struct timespec *ts)
 {
@@ -63,6 +84,44 @@ static int real_now(clockid_t clk, struct timespec *ts)
 	if (f)
 		return f(clk, ts);
 	return (int)syscall(SYS_clock_gettime, clk, ts);
+}
+
+/* rate * elapsed / 1e9 without overflowing for any run's length. */
+static int64_t drifted(int64_t rate, int64_t elapsed)
+{
+	return (elapsed / NSEC_PER_SEC) * rate + ((elapsed % NSEC_PER_SEC) * rate) / NSEC_PER_SEC;
+}
+
+static int64_t current_offset(void)
+{
+	const struct clock_state *s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+	if (!s)
+		return 0;
+	if (!state_has_rate)
+		return __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
+	int64_t offset, rate, anchor;
+	/* A writer takes microseconds; a writer that died mid-change would
+	 * leave seq odd for good, so after enough tries the values are taken
+	 * as they are rather than hanging the process. */
+	for (int tries = 0;; tries++) {
+		uint64_t before = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		offset = __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
+		rate = __atomic_load_n(&s->rate, __ATOMIC_RELAXED);
+		anchor = __atomic_load_n(&s->anchor, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		uint64_t after = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+		if ((before == after && !(before & 1)) || tries >= 100000)
+			break;
+	}
+	if (rate == 0)
+		return offset;
+	struct timespec m;
+	if (real_now(CLOCK_MONOTONIC, &m) != 0)
+		return offset;
+	int64_t elapsed = (int64_t)m.tv_sec * NSEC_PER_SEC + m.tv_nsec - anchor;
+	if (elapsed < 0)
+		elapsed = 0;
+	return offset + drifted(rate, elapsed);
 }
 
 static void shift(struct timespec *ts, int64_t off)
@@ -97,9 +156,13 @@ __attribute__((constructor)) static void clockshim_init(void)
 		if (fd >= 0) {
 			struct stat st;
 			if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(int64_t)) {
-				void *m = mmap(NULL, sizeof(int64_t), PROT_READ, MAP_SHARED, fd, 0);
-				if (m != MAP_FAILED)
-					__atomic_store_n(&offset_ns, (const int64_t *)m, __ATOMIC_RELEASE);
+				int full = st.st_size >= (off_t)sizeof(struct clock_state);
+				size_t len = full ? sizeof(struct clock_state) : sizeof(int64_t);
+				void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+				if (m != MAP_FAILED) {
+					state_has_rate = full;
+					__atomic_store_n(&state, (const struct clock_state *)m, __ATOMIC_RELEASE);
+				}
 			}
 			close(fd); /* the mapping outlives the descriptor */
 		}

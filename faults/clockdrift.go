@@ -1,0 +1,69 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"image/color"
+	"math/rand"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/options"
+)
+
+// clockDrift makes nodes' clocks run fast or slow, as a VM's clock does
+// between syncs: a lease written on a node whose clock runs fast by r
+// expires there after TTL/(1+r) of real time. Redlock allows for it with
+// its drift factor (validity = TTL - elapsed - (1% of TTL + 2 ms)); a rate
+// past what that covers lets a node forget a lease its holder still
+// counts on. At the end the clock steps back to where it was, as a sync
+// would set it.
+var clockDrift = Fault{
+	Name:       "clock-drift",
+	Drawing:    history.Drawing{Colour: color.NRGBA{R: 150, G: 130, B: 0, A: 70}, Legend: "clock drifting"},
+	Needs:      nodeControl,
+	NeedsClock: true,
+	Summary:    "make a node's clock run fast (default 1-5%) for 4-8 TTLs, or the whole run; then set it back",
+	Options: []options.Spec{
+		{Name: "rate", Kind: options.Rate, Summary: "how much faster the clock runs (negative: slower; default 1-5% fast)"},
+		roleNodeOpt(nodeRandom),
+		spanOpt("4-8 TTLs"),
+	},
+	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+		// Drawn to a tenth of a percent: 1.2%, not 1.2345678%.
+		rate := opts.Rate("rate", func() int64 { return (10 + rng.Int63n(41)) * 1_000_000 })
+		pin(opts, "rate", options.FormatRate(rate))
+		span, whole := clockSpan(opts, rng, 4*env.TTL, 8*env.TTL)
+		holder, after := awaitRoleHolder(ctx, env, opts, nodeRandom)
+		if ctx.Err() != nil {
+			return nil
+		}
+		nodes, err := roleNodes(ctx, env, rng, opts, nodeRandom, holder)
+		if err != nil {
+			return err
+		}
+		prevs, restore, err := moveClocks("clock-drift", nodes, func(n cluster.Node, _ time.Duration) error {
+			return n.SetClockDrift(rate)
+		})
+		if err != nil {
+			return err
+		}
+		facts := history.Facts{Nodes: nodeNames(nodes), After: after, Clock: &history.ClockMove{FromNs: int64(prevs[0]), RatePPB: rate}}
+		how := "for " + span.String()
+		if whole {
+			how = "for the rest of the run"
+		} else {
+			facts.HoldNs = int64(span)
+		}
+		start := time.Now()
+		end := env.Begin(facts, fmt.Sprintf("%s's clock runs %s %s", strings.Join(facts.Nodes, ", "), history.Rate(rate), how))
+		holdSpan(ctx, span, whole)
+		gained := nodes[0].ClockOffset() - prevs[0]
+		// Put back even when the run is ending: the final checks need true time.
+		err = restore()
+		end(fmt.Sprintf("gained %s in %s; set back to %s", history.Signed(gained.Round(time.Microsecond)), time.Since(start).Round(time.Millisecond), history.Signed(prevs[0])))
+		return err
+	},
+}
