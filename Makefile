@@ -10,7 +10,7 @@ IMAGE ?= lockharness/redis:local
 COMMIT  := $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/lockharness/lockharness/internal/version.commit=$(COMMIT)
 
-.PHONY: setup deps build example docker-image docker-clean test test-times test-short fuzz testdata mutants lint bench bench-ops bench-explore repro-failover repro suite suite-full report serve clean
+.PHONY: setup deps build example docker-image docker-clean test test-times test-short fuzz testdata mutants lint bench bench-ops bench-explore regressions repro-failover repro suite suite-full report serve clean
 
 ## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
 setup: deps build
@@ -97,6 +97,10 @@ bench: build
 ## bench-ops: the harness's pipeline (hold 0, backoff 0, 4 clients) against redis-benchmark with the same commands and concurrency
 bench-ops: build
 	bench/ops.sh $(or $(SECONDS),10)
+
+## regressions: run every catalog row docs/regressions.md lists for SEEDS seeds (default 5) and rewrite its last-reproduced column from what they did (ROWS=a,b narrows them); exits 1 if a row no longer reproduces
+regressions: build
+	$(GO) run ./cmd/regressions -seeds $(or $(SEEDS),5) $(if $(ROWS),-rows $(ROWS))
 
 ## bench-explore: guided search against random search, K seeds each (SEEDS, default 3) of every target with the same budget (BUDGET, default 5m); TARGETS narrows them
 bench-explore: build
