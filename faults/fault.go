@@ -89,6 +89,11 @@ const (
 	// ScoreLongHold scores every library holding for longer than its TTL,
 	// so that only renewal keeps the lock.
 	ScoreLongHold Scorecard = "long-hold"
+	// ScoreFailover scores every library on each topology with failover it
+	// runs on, holding past its TTL while the primary is lost: a watchdog
+	// must renew on the new primary, and a grant the promoted node lacks
+	// is lost.
+	ScoreFailover Scorecard = "failover"
 )
 
 // ScoredIn names the faults the table scores, in the registry's order.

@@ -242,6 +242,7 @@ var killPrimary = Fault{
 	Name:    "kill-primary",
 	Drawing: history.Drawing{Colour: color.NRGBA{R: 195, G: 55, B: 135, A: 70}, Legend: "primary killed"},
 	Summary: "SIGKILL the primary; restart it 5-7 s later",
+	Scored:  []Scorecard{ScoreFailover},
 	Needs:   withFailover,
 	Options: []options.Spec{failoverFor},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
@@ -336,7 +337,7 @@ var replicationLag = Fault{
 var failover = Fault{
 	Name:    "failover",
 	Drawing: history.Drawing{Colour: color.NRGBA{R: 90, G: 105, B: 30, A: 70}, Legend: "failover asked for"},
-	Scored:  []Scorecard{ScoreLibraries},
+	Scored:  []Scorecard{ScoreLibraries, ScoreFailover},
 	Summary: "ask the topology to fail the lock's primary over now (SENTINEL FAILOVER; on a cluster CLUSTER FAILOVER), then wait for the new primary",
 	Needs:   withFailover,
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, _ options.Values) error {

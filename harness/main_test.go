@@ -25,6 +25,7 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		{[]string{"run", "--topology", "sentinal"}, `unknown topology "sentinal" (did you mean sentinel? valid:`},
 		{[]string{"repro", "gc-paus"}, `unknown scenario "gc-paus" (did you mean gc-pause? valid:`},
 		{[]string{"rnu"}, `unknown command "rnu" (did you mean run? valid:`},
+		{[]string{"suite", "libs", "--rows", "nosuch"}, `--rows "nosuch": no row of suite libs holds it (rows: redsync × none;`},
 		{[]string{"run", "--nemesis", "nosuch"}, `unknown nemesis "nosuch" (valid: clock-drift, clock-jump, clock-skew, clock-strobe, cluster-failover, delay-write, failover, kill-client, kill-node`},
 		{[]string{"run", "--nemesis", "kill-node:delay=soon"}, `option delay=soon: want a duration like 500ms or 4s (valid: delay=D, node=holder|random|NAME)`},
 		{[]string{"run", "--nemesis", "partition-primary"}, `nemesis partition-primary: topology single has no replication`},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	stopFlag := c.String("stop-on-anomaly", "expected", "expected: end each unsafe scenario's run once its anomaly is certain (it then heals, checks liveness and is checked as usual); off: every run lasts its time limit")
 	fromDir := c.String("dir", "", "run the scenario files (*.toml) in `DIR` instead of a named suite, each once, seed 1, against its expectation")
 	shard := c.String("shard", "", "run only part `i/n` of the suite: every n-th row from row i, all its seeds; `harness suite merge` joins the parts' results")
+	rows := c.String("rows", "", "run only the rows whose name holds `TEXT` (\"through failover\", \"redislock on sentinel\"), all their seeds")
 	override := overrideFlags(c)
 	if len(args) > 0 && args[0] == "merge" {
 		return cmdSuiteMerge(args[1:], stdout, stderr)
@@ -89,6 +91,19 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		}
 		if skipped := len(plan) - len(kept); skipped > 0 {
 			fmt.Fprintf(stderr, "suite %s: skipping %d runs on topologies the lock does not run on\n", name, skipped)
+		}
+		plan = kept
+	}
+	if *rows != "" {
+		kept := slices.DeleteFunc(slices.Clone(plan), func(p runner.Planned) bool { return !strings.Contains(p.Row, *rows) })
+		if len(kept) == 0 {
+			var names []string
+			for _, p := range plan {
+				if !slices.Contains(names, p.Row) {
+					names = append(names, p.Row)
+				}
+			}
+			return c.fail(stderr, "--rows %q: no row of suite %s holds it (rows: %s)", *rows, name, strings.Join(names, "; "))
 		}
 		plan = kept
 	}

@@ -178,6 +178,18 @@ func longHoldFaults() []string {
 	return append([]string{faults.None}, faults.ScoredIn(faults.ScoreLongHold)...)
 }
 
+// How the rows of the long-hold and failover tables end.
+const (
+	longHoldRow = "long hold"
+	failoverRow = "long hold through failover"
+)
+
+// failoverFaults are those it scores a library under, with a long hold,
+// on each topology with failover it runs on.
+func failoverFaults() []string {
+	return append([]string{faults.None}, faults.ScoredIn(faults.ScoreFailover)...)
+}
+
 // libsSeeds is how many seeds the libs suite runs each row for.
 const libsSeeds = 3
 
@@ -195,9 +207,9 @@ func LibsSuiteSummary() string {
 	}
 	set := func(fs []string) string { return "{" + strings.Join(fs, ", ") + "}" }
 	return fmt.Sprintf("every library (%s) x %s where its topology offers the fault, and x %s with a long hold "+
-		"(%g TTLs, %d writes: only renewal keeps the lock), and those on a Redis Cluster x %s there, %d seeds; "+
-		"none must be safe, the rest are scored (scorecard.md)",
-		strings.Join(names, ", "), set(libraryFaults()), set(longHoldFaults()), longHold, longHoldWrites, set(clusterFaults()), libsSeeds)
+		"(%g TTLs, %d writes: only renewal keeps the lock), and those on a Redis Cluster x %s there, and on each topology "+
+		"with failover it runs on x %s with a long hold, %d seeds; none must be safe, the rest are scored (scorecard.md)",
+		strings.Join(names, ", "), set(libraryFaults()), set(longHoldFaults()), longHold, longHoldWrites, set(clusterFaults()), set(failoverFaults()), libsSeeds)
 }
 
 // longHold is how long a long hold is, in TTLs, and longHoldWrites how
@@ -209,12 +221,16 @@ const (
 
 // outsideLibrary is a library the scorecard tests through a worker in
 // another language (lock exec).
-type outsideLibrary struct{ name, topology, workerCmd string }
+type outsideLibrary struct {
+	name, topology, workerCmd string
+	// failover are the topologies with failover the worker runs on.
+	failover []string
+}
 
 // outsideLibraries are the reference workers in examples/workers; their
 // paths are relative to the repository's root, where suites run.
 var outsideLibraries = []outsideLibrary{
-	{"redis-py-lock", cluster.Single, scenario.RedisPyWorker},
+	{"redis-py-lock", cluster.Single, scenario.RedisPyWorker, []string{cluster.Sentinel}},
 }
 
 // libraryRuns is the libs scorecard: every library recipe (Recipe.Library)
@@ -228,16 +244,27 @@ func libraryRuns(seeds int) []Planned {
 		name, topology, lock, workerCmd string
 	}
 	var libs []library
+	// withFailover are the topologies with failover each library runs on.
+	withFailover := map[string][]string{}
 	for _, r := range locks.Recipes {
 		if home := cluster.Offering(r.Needs, r.Prefers); r.Library != "" && len(home) > 0 {
 			libs = append(libs, library{r.Name, home[0], r.Name, ""})
+			for _, t := range home {
+				if cc, err := cluster.Describe(t); err == nil && cc.Can(cluster.Failover) == nil {
+					withFailover[r.Name] = append(withFailover[r.Name], t)
+				}
+			}
 		}
 	}
 	for _, o := range outsideLibraries {
 		libs = append(libs, library{o.name, o.topology, scenario.ExecLock, o.workerCmd})
+		withFailover[o.name] = o.failover
 	}
 	var out []Planned
-	add := func(lib library, cl *cluster.Cluster, nemesis string, long bool) {
+	// add plans a library's row: on its own topology or cl, under
+	// nemesis, with the default hold (long "") or a long one, whose row
+	// and name end as long says.
+	add := func(lib library, cl *cluster.Cluster, nemesis string, long string) {
 		if f, ok := faults.Lookup(nemesis); ok && f.Available(cl) != nil {
 			return // failover only where the topology has one
 		}
@@ -247,12 +274,15 @@ func libraryRuns(seeds int) []Planned {
 		if cl.Topology != lib.topology {
 			row, name = lib.name+" on "+cl.Topology+" × "+nemesis, "libs-"+lib.name+"-"+cl.Topology+"-"+nemesis
 		}
-		if long {
+		if long != "" {
 			// Real critical sections write as they go: a lease lost
 			// mid-hold is judged at the next write.
 			s.Hold, s.Writes = scenario.Duration(longHold*float64(s.TTL)), longHoldWrites
 			s.TimeLimit = scenario.Duration(12 * time.Second)
-			row, name = row+" · long hold", name+"-long"
+			row, name = row+" · "+long, name+"-long"
+			if long == failoverRow {
+				name += "-failover"
+			}
 		}
 		s.Name = name
 		for seed := 1; seed <= seeds; seed++ {
@@ -270,10 +300,17 @@ func libraryRuns(seeds int) []Planned {
 			continue
 		}
 		for _, nemesis := range libraryFaults() {
-			add(lib, cl, nemesis, false)
+			add(lib, cl, nemesis, "")
 		}
 		for _, nemesis := range longHoldFaults() {
-			add(lib, cl, nemesis, true)
+			add(lib, cl, nemesis, longHoldRow)
+		}
+		for _, t := range withFailover[lib.name] {
+			if cc, err := cluster.Describe(t); err == nil {
+				for _, nemesis := range failoverFaults() {
+					add(lib, cc, nemesis, failoverRow)
+				}
+			}
 		}
 		r, err := locks.Lookup(lib.lock)
 		if err != nil {
@@ -282,7 +319,7 @@ func libraryRuns(seeds int) []Planned {
 		for _, other := range cluster.Offering(r.Needs, r.Prefers)[1:] {
 			if cc, err := cluster.Describe(other); err == nil && cc.Can(cluster.Slots) == nil {
 				for _, nemesis := range clusterFaults() {
-					add(lib, cc, nemesis, false)
+					add(lib, cc, nemesis, "")
 				}
 			}
 		}

@@ -54,9 +54,11 @@ func TestPlanSuite(t *testing.T) {
 	}
 	// 3 Go libraries and redis-py x 5 faults (none has failover), and
 	// each x 4 faults with a long hold, and the 2 that run on a cluster
-	// (redislock, rueidislock) x 5 faults there, x 3 seeds; "none" rows
-	// expect safety.
-	if want, wantExpected := (4*5+4*4+2*5)*3, (4+4+2)*3; len(libs) != want || expected != wantExpected {
+	// (redislock, rueidislock) x 5 faults there, and with a long hold on
+	// each topology with failover they run on (redislock and rueidislock:
+	// sentinel and cluster; redis-py: sentinel) x 3 faults (none, failover,
+	// kill-primary), x 3 seeds; "none" rows expect safety.
+	if want, wantExpected := (4*5+4*4+2*5+5*3)*3, (4+4+2+5)*3; len(libs) != want || expected != wantExpected {
 		t.Errorf("libs: %d runs, %d with an expectation; want %d and %d", len(libs), expected, want, wantExpected)
 	}
 	rows := map[string]bool{}
@@ -64,7 +66,9 @@ func TestPlanSuite(t *testing.T) {
 		rows[p.Row] = true
 	}
 	for _, row := range []string{"redis-py-lock × pause-client", "rueidislock × none · long hold", "redis-py-lock × partition · long hold",
-		"redislock on cluster × none", "rueidislock on cluster × cluster-failover", "redislock × partition-holder · long hold"} {
+		"redislock on cluster × none", "rueidislock on cluster × cluster-failover", "redislock × partition-holder · long hold",
+		"redislock on sentinel × kill-primary · long hold through failover", "rueidislock on cluster × failover · long hold through failover",
+		"redis-py-lock on sentinel × failover · long hold through failover"} {
 		if !rows[row] {
 			t.Errorf("libs has no row %q", row)
 		}
@@ -92,7 +96,9 @@ func TestScorecardTablesComeFromTheFaults(t *testing.T) {
 	for _, p := range libs {
 		table := string(faults.ScoreLibraries)
 		switch {
-		case strings.HasSuffix(p.Row, " · long hold"):
+		case strings.HasSuffix(p.Row, " · "+failoverRow):
+			table = string(faults.ScoreFailover)
+		case strings.HasSuffix(p.Row, " · "+longHoldRow):
 			table = string(faults.ScoreLongHold)
 		case strings.Contains(p.Row, " on cluster × "):
 			table = string(faults.ScoreCluster)
@@ -103,7 +109,7 @@ func TestScorecardTablesComeFromTheFaults(t *testing.T) {
 		scored[table][p.Spec.Nemesis] = true
 	}
 	summary := LibsSuiteSummary()
-	for _, table := range []faults.Scorecard{faults.ScoreLibraries, faults.ScoreCluster, faults.ScoreLongHold} {
+	for _, table := range []faults.Scorecard{faults.ScoreLibraries, faults.ScoreCluster, faults.ScoreLongHold, faults.ScoreFailover} {
 		want := append([]string{faults.None}, faults.ScoredIn(table)...)
 		// A scored fault runs wherever a library's topology offers it
 		// (no library's offers failover): nothing else is planned.
