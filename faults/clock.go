@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"math/rand"
+	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
@@ -223,4 +224,54 @@ func awaitRoleHolder(ctx context.Context, env *Env, opts options.Values, def str
 		return -1, nil
 	}
 	return holder, afterGrant(holder, 0)
+}
+
+// clockWindow is what a skew and a drift share: the nodes the node option
+// names have their clocks moved for a span (or the rest of the run), the
+// window recorded, and the clocks put back where they stood.
+type clockWindow struct {
+	fault string
+	// lo and hi bound a span drawn when the for option is not given.
+	lo, hi time.Duration
+	// set moves one node's clock from prev; move is the window's facts.
+	set  func(n cluster.Node, prev time.Duration) error
+	move history.ClockMove
+	// started says what the window does, given its nodes and how long;
+	// ended what it did, given the first node's offset before and when
+	// the window opened.
+	started func(nodes, how string) string
+	ended   func(first cluster.Node, prev time.Duration, opened time.Time) string
+}
+
+func (w clockWindow) run(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
+	span, whole := clockSpan(opts, rng, w.lo, w.hi)
+	holder, after := awaitRoleHolder(ctx, env, opts, nodeRandom)
+	if ctx.Err() != nil {
+		return nil
+	}
+	nodes, err := roleNodes(ctx, env, rng, opts, nodeRandom, holder)
+	if err != nil {
+		return err
+	}
+	prevs, restore, err := moveClocks(w.fault, nodes, w.set)
+	if err != nil {
+		return err
+	}
+	move := w.move
+	move.FromNs = int64(prevs[0])
+	facts := history.Facts{Nodes: nodeNames(nodes), After: after, Clock: &move}
+	how := "for " + span.String()
+	if whole {
+		how = "for the rest of the run"
+	} else {
+		facts.HoldNs = int64(span)
+	}
+	opened := time.Now()
+	end := env.Begin(facts, w.started(strings.Join(facts.Nodes, ", "), how))
+	holdSpan(ctx, span, whole)
+	ended := w.ended(nodes[0], prevs[0], opened)
+	// Put back even when the run is ending: the final checks need true time.
+	err = restore()
+	end(ended)
+	return err
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"math/rand"
-	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
@@ -35,35 +34,17 @@ var clockDrift = Fault{
 		// Drawn to a tenth of a percent: 1.2%, not 1.2345678%.
 		rate := opts.Rate("rate", func() int64 { return (10 + rng.Int63n(41)) * 1_000_000 })
 		pin(opts, "rate", options.FormatRate(rate))
-		span, whole := clockSpan(opts, rng, 4*env.TTL, 8*env.TTL)
-		holder, after := awaitRoleHolder(ctx, env, opts, nodeRandom)
-		if ctx.Err() != nil {
-			return nil
-		}
-		nodes, err := roleNodes(ctx, env, rng, opts, nodeRandom, holder)
-		if err != nil {
-			return err
-		}
-		prevs, restore, err := moveClocks("clock-drift", nodes, func(n cluster.Node, _ time.Duration) error {
-			return n.SetClockDrift(rate)
-		})
-		if err != nil {
-			return err
-		}
-		facts := history.Facts{Nodes: nodeNames(nodes), After: after, Clock: &history.ClockMove{FromNs: int64(prevs[0]), RatePPB: rate}}
-		how := "for " + span.String()
-		if whole {
-			how = "for the rest of the run"
-		} else {
-			facts.HoldNs = int64(span)
-		}
-		start := time.Now()
-		end := env.Begin(facts, fmt.Sprintf("%s's clock runs %s %s", strings.Join(facts.Nodes, ", "), history.Rate(rate), how))
-		holdSpan(ctx, span, whole)
-		gained := nodes[0].ClockOffset() - prevs[0]
-		// Put back even when the run is ending: the final checks need true time.
-		err = restore()
-		end(fmt.Sprintf("gained %s in %s; set back to %s", history.Signed(gained.Round(time.Microsecond)), time.Since(start).Round(time.Millisecond), history.Signed(prevs[0])))
-		return err
+		return clockWindow{
+			fault: "clock-drift", lo: 4 * env.TTL, hi: 8 * env.TTL,
+			set:  func(n cluster.Node, _ time.Duration) error { return n.SetClockDrift(rate) },
+			move: history.ClockMove{RatePPB: rate},
+			started: func(nodes, how string) string {
+				return fmt.Sprintf("%s's clock runs %s %s", nodes, history.Rate(rate), how)
+			},
+			ended: func(first cluster.Node, prev time.Duration, opened time.Time) string {
+				gained := first.ClockOffset() - prev
+				return fmt.Sprintf("gained %s in %s; set back to %s", history.Signed(gained.Round(time.Microsecond)), time.Since(opened).Round(time.Millisecond), history.Signed(prev))
+			},
+		}.run(ctx, env, rng, opts)
 	},
 }

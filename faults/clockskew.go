@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"math/rand"
-	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
@@ -31,33 +30,16 @@ var clockSkew = Fault{
 	},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		by := opts.Duration(optBy, func() time.Duration { return 2 * env.TTL })
-		span, whole := clockSpan(opts, rng, 2*env.TTL, 4*env.TTL)
-		holder, after := awaitRoleHolder(ctx, env, opts, nodeRandom)
-		if ctx.Err() != nil {
-			return nil
-		}
-		nodes, err := roleNodes(ctx, env, rng, opts, nodeRandom, holder)
-		if err != nil {
-			return err
-		}
-		prevs, restore, err := moveClocks("clock-skew", nodes, func(n cluster.Node, prev time.Duration) error {
-			return setClock("clock-skew", n, prev+by)
-		})
-		if err != nil {
-			return err
-		}
-		facts := history.Facts{Nodes: nodeNames(nodes), After: after, Clock: &history.ClockMove{ByNs: int64(by), FromNs: int64(prevs[0])}}
-		how := "for " + span.String()
-		if whole {
-			how = "for the rest of the run"
-		} else {
-			facts.HoldNs = int64(span)
-		}
-		end := env.Begin(facts, fmt.Sprintf("%s's clock %s %s", strings.Join(facts.Nodes, ", "), history.Signed(by), how))
-		holdSpan(ctx, span, whole)
-		// Put back even when the run is ending: the final checks need true time.
-		err = restore()
-		end(fmt.Sprintf("back to %s", history.Signed(prevs[0])))
-		return err
+		return clockWindow{
+			fault: "clock-skew", lo: 2 * env.TTL, hi: 4 * env.TTL,
+			set:  func(n cluster.Node, prev time.Duration) error { return setClock("clock-skew", n, prev+by) },
+			move: history.ClockMove{ByNs: int64(by)},
+			started: func(nodes, how string) string {
+				return fmt.Sprintf("%s's clock %s %s", nodes, history.Signed(by), how)
+			},
+			ended: func(_ cluster.Node, prev time.Duration, _ time.Time) string {
+				return "back to " + history.Signed(prev)
+			},
+		}.run(ctx, env, rng, opts)
 	},
 }
