@@ -384,8 +384,10 @@ func (c *checker) replicationMargins(e *history.Event, node string, seen map[int
 func (c *checker) clockMargins(e *history.Event, end int64, seen map[int]*history.Event) {
 	mv := *e.Facts.Clock
 	strobe := mv.EveryNs > 0
+	drift := mv.RatePPB != 0
 	// How far the clock moved forward while a lease had left ns to run:
-	// a jump's or a strobe's offset at once, a drift's gain over those ns.
+	// a jump's or a strobe's offset at once, a drift's gain over those ns
+	// (within the drift's window).
 	moved := func(left int64) int64 {
 		if strobe {
 			return max(mv.ByNs, -mv.ByNs)
@@ -397,8 +399,10 @@ func (c *checker) clockMargins(e *history.Event, end int64, seen map[int]*histor
 	}
 	for _, key := range c.leaseKeys() {
 		for _, l := range c.leases[key] {
+			// A strobe or a drift moves the clock all through its window:
+			// a lease granted in it is measured from its grant.
 			at := e.Time
-			if strobe {
+			if strobe || drift {
 				at = max(at, l.start)
 			}
 			if l.byHorizon || c.renewsUnseen(l.acq.TokenID) || l.start > at || at >= l.certEnd || at > end || l.certEnd == history.Forever {
@@ -408,7 +412,7 @@ func (c *checker) clockMargins(e *history.Event, end int64, seen map[int]*histor
 			if node == "" {
 				continue
 			}
-			move := moved(l.certEnd - at)
+			move := moved(min(l.certEnd, end) - at)
 			ns := l.certEnd - at - move
 			if !c.closer(Clock, ns) {
 				continue

@@ -60,10 +60,15 @@ type Node interface {
 	SetClockOffset(d time.Duration) error
 	// ClockOffset is the node's current clock offset.
 	ClockOffset() time.Duration
-	// SetClockDrift makes the node's wall clock run fast (rate > 0) or
-	// slow by rate parts per billion from the offset it has now; 0 stops a
-	// drift where it got to, and so does SetClockOffset.
-	SetClockDrift(rate int64) error
+	// ShiftClock moves the node's wall clock by d from wherever it is,
+	// keeping any drift: a fault that shifts a clock and shifts it back
+	// leaves another fault's move in place.
+	ShiftClock(d time.Duration) error
+	// DriftClock makes the node's wall clock run fast (rate > 0) or slow
+	// by rate parts per billion from the offset it has now, and returns
+	// what takes that drift back (its rate before, less what this drift
+	// gained). SetClockOffset stops any drift.
+	DriftClock(rate int64) (undo func() error, err error)
 	// ClockDrift is the rate the node's clock drifts at now.
 	ClockDrift() int64
 }

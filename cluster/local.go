@@ -183,17 +183,36 @@ func (n *serverConf) ClockOffset() time.Duration {
 	return d
 }
 
-// SetClockDrift makes the node's wall clock gain (or lose) rate parts per
-// billion of real time from now on, from where it is now, also while the
-// node is paused or down. It fails when the node runs without the shim.
-func (n *serverConf) SetClockDrift(rate int64) error {
+// ShiftClock moves the node's wall clock by d from where it is now,
+// keeping its drift. It fails when the node runs without the shim.
+func (n *serverConf) ShiftClock(d time.Duration) error {
 	if n.clockFile == "" {
 		return fmt.Errorf("node %s runs without the clock shim (start it with Clock set)", n.name)
 	}
-	if err := clockshim.WriteDrift(n.clockFile, rate); err != nil {
+	if err := clockshim.Shift(n.clockFile, d); err != nil {
 		return fmt.Errorf("node %s: %w", n.name, err)
 	}
 	return nil
+}
+
+// DriftClock makes the node's wall clock gain (or lose) rate parts per
+// billion of real time from now on, from where it is now, also while the
+// node is paused or down, and returns what takes the drift back. It fails
+// when the node runs without the shim.
+func (n *serverConf) DriftClock(rate int64) (func() error, error) {
+	if n.clockFile == "" {
+		return nil, fmt.Errorf("node %s runs without the clock shim (start it with Clock set)", n.name)
+	}
+	undo, err := clockshim.Drift(n.clockFile, rate)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	return func() error {
+		if err := undo(); err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+		return nil
+	}, nil
 }
 
 // ClockDrift is the rate the node's clock drifts at; 0 without the shim.

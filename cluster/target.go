@@ -214,16 +214,17 @@ var errNotOurs = errors.New("the node belongs to a deployment the harness did no
 // externalNode is the target's server: the harness only knows its address.
 type externalNode struct{ name, addr string }
 
-func (n *externalNode) Name() string                       { return n.name }
-func (n *externalNode) Addr() string                       { return n.addr }
-func (n *externalNode) Kill() error                        { return errNotOurs }
-func (n *externalNode) Restart(context.Context) error      { return errNotOurs }
-func (n *externalNode) Pause() error                       { return errNotOurs }
-func (n *externalNode) Resume() error                      { return errNotOurs }
-func (n *externalNode) Paused() bool                       { return false }
-func (n *externalNode) Stop() error                        { return nil } // not ours to stop
-func (n *externalNode) Running() bool                      { return true }
-func (n *externalNode) SetClockOffset(time.Duration) error { return errNotOurs }
-func (n *externalNode) ClockOffset() time.Duration         { return 0 }
-func (n *externalNode) SetClockDrift(int64) error          { return errNotOurs }
-func (n *externalNode) ClockDrift() int64                  { return 0 }
+func (n *externalNode) Name() string                           { return n.name }
+func (n *externalNode) Addr() string                           { return n.addr }
+func (n *externalNode) Kill() error                            { return errNotOurs }
+func (n *externalNode) Restart(context.Context) error          { return errNotOurs }
+func (n *externalNode) Pause() error                           { return errNotOurs }
+func (n *externalNode) Resume() error                          { return errNotOurs }
+func (n *externalNode) Paused() bool                           { return false }
+func (n *externalNode) Stop() error                            { return nil } // not ours to stop
+func (n *externalNode) Running() bool                          { return true }
+func (n *externalNode) SetClockOffset(time.Duration) error     { return errNotOurs }
+func (n *externalNode) ClockOffset() time.Duration             { return 0 }
+func (n *externalNode) DriftClock(int64) (func() error, error) { return nil, errNotOurs }
+func (n *externalNode) ShiftClock(time.Duration) error         { return errNotOurs }
+func (n *externalNode) ClockDrift() int64                      { return 0 }

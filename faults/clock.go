@@ -20,9 +20,12 @@ import (
 // time, so a clock moved forward expires leases early, and a clock moved back
 // keeps alive the leases written while it was ahead.
 
-// setClock moves n's clock, explaining a node started without the shim.
-func setClock(fault string, n cluster.Node, d time.Duration) error {
-	if err := n.SetClockOffset(d); err != nil {
+// shiftClock moves n's clock by d from wherever it is, explaining a node
+// started without the shim. Every clock fault moves by shifts and takes
+// its own shifts back, so that two faults overlapping on one node (a
+// group, a schedule) never undo each other's move.
+func shiftClock(fault string, n cluster.Node, d time.Duration) error {
+	if err := n.ShiftClock(d); err != nil {
 		return fmt.Errorf("%s: %w (clock faults need the nodes started under the clock shim: cluster.Spec.Clock)", fault, err)
 	}
 	return nil
@@ -59,14 +62,14 @@ var clockJump = Fault{
 		after := afterGrant(holder, 0)
 		n := chooseNode(env, opts, nodeHolder, someNode(env, rng), holder)
 		prev := n.ClockOffset()
-		if err := setClock("clock-jump", n, prev+jump); err != nil {
+		if err := shiftClock("clock-jump", n, jump); err != nil {
 			return err
 		}
 		end := env.Begin(history.Facts{Nodes: []string{n.Name()}, After: after, HoldNs: int64(hold), Clock: &history.ClockMove{ByNs: int64(jump), FromNs: int64(prev)}},
 			history.Signed(jump)+"; "+afterWords(after, "no grant seen"))
 		sleep(ctx, hold)
 		// Move back even when the run is ending: the final checks need true time.
-		err = setClock("clock-jump", n, prev)
+		err = shiftClock("clock-jump", n, -jump)
 		end(fmt.Sprintf("back to %s after %s: a %s jump, leases written meanwhile expire %s late", history.Signed(prev), hold, history.Signed(-jump), jump))
 		return err
 	},
@@ -92,7 +95,7 @@ var clockStrobe = Fault{
 		by := opts.Duration(optBy, func() time.Duration { return env.TTL })
 		period := max(opts.Duration("every", func() time.Duration { return env.TTL / 4 }), time.Millisecond)
 		prev := n.ClockOffset()
-		if err := setClock("clock-strobe", n, prev+by); err != nil {
+		if err := shiftClock("clock-strobe", n, by); err != nil {
 			return err
 		}
 		end := env.Begin(history.Facts{Nodes: []string{n.Name()}, HoldNs: int64(dur), Clock: &history.ClockMove{ByNs: int64(by), FromNs: int64(prev), EveryNs: int64(period)}},
@@ -106,17 +109,18 @@ var clockStrobe = Fault{
 				break
 			}
 			ahead = !ahead
-			off := prev
+			step := -by
 			if ahead {
-				off += by
+				step = by
 			}
-			err = setClock("clock-strobe", n, off)
+			err = shiftClock("clock-strobe", n, step)
 			jumps++
 		}
+		var herr error
 		if ahead {
 			jumps++ // the way back
+			herr = shiftClock("clock-strobe", n, -by)
 		}
-		herr := setClock("clock-strobe", n, prev)
 		end(fmt.Sprintf("%d jumps; back to %s", jumps, history.Signed(prev)))
 		return errors.Join(err, herr)
 	},
@@ -155,26 +159,28 @@ func roleNodes(ctx context.Context, env *Env, rng *rand.Rand, opts options.Value
 	}
 }
 
-// moveClocks sets each node's clock with set, and returns the offsets they
-// had before and a function that puts them back; when one fails, those
-// already moved are put back at once.
-func moveClocks(fault string, nodes []cluster.Node, set func(n cluster.Node, prev time.Duration) error) (prevs []time.Duration, restore func() error, err error) {
+// moveClocks moves each node's clock with move, which returns how to take
+// that move back, and returns the offsets they had before and a function
+// that takes every move back; when one fails, those already moved are
+// taken back at once.
+func moveClocks(fault string, nodes []cluster.Node, move func(n cluster.Node) (undo func() error, err error)) (prevs []time.Duration, restore func() error, err error) {
 	prevs = make([]time.Duration, len(nodes))
+	var undos []func() error
 	restore = func() error {
 		var errs []error
-		for i, n := range nodes {
-			errs = append(errs, setClock(fault, n, prevs[i]))
+		for _, undo := range undos {
+			errs = append(errs, undo())
 		}
 		return errors.Join(errs...)
 	}
 	for i, n := range nodes {
 		prevs[i] = n.ClockOffset()
-		if err := set(n, prevs[i]); err != nil {
-			for j := range i {
-				setClock(fault, nodes[j], prevs[j])
-			}
+		undo, err := move(n)
+		if err != nil {
+			restore()
 			return nil, nil, fmt.Errorf("%s: %w", fault, err)
 		}
+		undos = append(undos, undo)
 	}
 	return prevs, restore, nil
 }
@@ -233,8 +239,9 @@ type clockWindow struct {
 	fault string
 	// lo and hi bound a span drawn when the for option is not given.
 	lo, hi time.Duration
-	// set moves one node's clock from prev; move is the window's facts.
-	set  func(n cluster.Node, prev time.Duration) error
+	// set moves one node's clock and says how to take the move back; move
+	// is the window's facts.
+	set  func(n cluster.Node) (undo func() error, err error)
 	move history.ClockMove
 	// started says what the window does, given its nodes and how long;
 	// ended what it did, given the first node's offset before and when

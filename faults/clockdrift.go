@@ -17,14 +17,14 @@ import (
 // expires there after TTL/(1+r) of real time. Redlock allows for it with
 // its drift factor (validity = TTL - elapsed - (1% of TTL + 2 ms)); a rate
 // past what that covers lets a node forget a lease its holder still
-// counts on. At the end the clock steps back to where it was, as a sync
-// would set it.
+// counts on. At the end the rate it replaced comes back and what it gained
+// is taken off, so a shift another fault made meanwhile stays.
 var clockDrift = Fault{
 	Name:       "clock-drift",
 	Drawing:    history.Drawing{Colour: color.NRGBA{R: 150, G: 130, B: 0, A: 70}, Legend: "clock drifting"},
 	Needs:      nodeControl,
 	NeedsClock: true,
-	Summary:    "make a node's clock run fast (default 1-5%) for 4-8 TTLs, or the whole run; then set it back",
+	Summary:    "make a node's clock run fast (default 1-5%) for 4-8 TTLs, or the whole run; then take back what it gained",
 	Options: []options.Spec{
 		{Name: "rate", Kind: options.Rate, Summary: "how much faster the clock runs (negative: slower; default 1-5% fast)"},
 		roleNodeOpt(nodeRandom),
@@ -36,14 +36,14 @@ var clockDrift = Fault{
 		pin(opts, "rate", options.FormatRate(rate))
 		return clockWindow{
 			fault: "clock-drift", lo: 4 * env.TTL, hi: 8 * env.TTL,
-			set:  func(n cluster.Node, _ time.Duration) error { return n.SetClockDrift(rate) },
+			set:  func(n cluster.Node) (func() error, error) { return n.DriftClock(rate) },
 			move: history.ClockMove{RatePPB: rate},
 			started: func(nodes, how string) string {
 				return fmt.Sprintf("%s's clock runs %s %s", nodes, history.Rate(rate), how)
 			},
 			ended: func(first cluster.Node, prev time.Duration, opened time.Time) string {
 				gained := first.ClockOffset() - prev
-				return fmt.Sprintf("gained %s in %s; set back to %s", history.Signed(gained.Round(time.Microsecond)), time.Since(opened).Round(time.Millisecond), history.Signed(prev))
+				return fmt.Sprintf("gained %s in %s; taken back", history.Signed(gained.Round(time.Microsecond)), time.Since(opened).Round(time.Millisecond))
 			},
 		}.run(ctx, env, rng, opts)
 	},

@@ -117,7 +117,7 @@ func TestClockDriftRunsTheClockFast(t *testing.T) {
 		t.Errorf("after the drift: offset %v, rate %d; want both 0", d, r)
 	}
 	ev := nemesisEvents(env)
-	if len(ev) != 2 || ev[0].Detail != "n1's clock runs 50% fast for 1s" || !strings.HasPrefix(ev[1].Detail, "gained +") || !strings.HasSuffix(ev[1].Detail, "set back to +0s") ||
+	if len(ev) != 2 || ev[0].Detail != "n1's clock runs 50% fast for 1s" || !strings.HasPrefix(ev[1].Detail, "gained +") || !strings.HasSuffix(ev[1].Detail, "taken back") ||
 		ev[0].Facts.Clock == nil || ev[0].Facts.Clock.RatePPB != 500_000_000 {
 		t.Fatalf("nemesis events %+v", ev)
 	}

@@ -32,7 +32,9 @@ var clockSkew = Fault{
 		by := opts.Duration(optBy, func() time.Duration { return 2 * env.TTL })
 		return clockWindow{
 			fault: "clock-skew", lo: 2 * env.TTL, hi: 4 * env.TTL,
-			set:  func(n cluster.Node, prev time.Duration) error { return setClock("clock-skew", n, prev+by) },
+			set: func(n cluster.Node) (func() error, error) {
+				return func() error { return shiftClock("clock-skew", n, -by) }, shiftClock("clock-skew", n, by)
+			},
 			move: history.ClockMove{ByNs: int64(by)},
 			started: func(nodes, how string) string {
 				return fmt.Sprintf("%s's clock %s %s", nodes, history.Signed(by), how)

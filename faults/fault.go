@@ -139,6 +139,10 @@ func (in Injection) Available(c *cluster.Cluster) error {
 			return fmt.Errorf("nemesis %s: no node %q in topology %s (valid: %s, %s)",
 				in, node, c.Topology, strings.Join(words, ", "), strings.Join(c.NodeNames(), ", "))
 		}
+		if node == nodePrimary && c.Can(cluster.Majorities) == nil {
+			return fmt.Errorf("nemesis %s: topology %s has no primary: its nodes are independent (valid: %s, %s)", in, c.Topology,
+				strings.Join(slices.DeleteFunc(slices.Clone(words), func(w string) bool { return w == nodePrimary || w == nodeReplica || w == nodeReplicas }), ", "), strings.Join(c.NodeNames(), ", "))
+		}
 		if (node == nodeReplica || node == nodeReplicas) && c.Can(cluster.Replication) != nil {
 			return fmt.Errorf("nemesis %s: topology %s has no replicas (valid: %s, %s)", in, c.Topology,
 				strings.Join(slices.DeleteFunc(words, func(w string) bool { return w == nodeReplica || w == nodeReplicas }), ", "), strings.Join(c.NodeNames(), ", "))

@@ -81,6 +81,17 @@ func TestEveryRecipeRunsWithAuthAndTLS(t *testing.T) {
 			l, other := secureLocker(t, spec, tg), secureLocker(t, spec, tg)
 			const ttl = time.Second
 			a, err := l.Acquire(ctx, secureKey, "A", ttl)
+			// rueidislock gives each key 20 ms (TryNextAfter), and its
+			// own client's first TLS handshake, on a loaded clean-clone
+			// CI, outlasted that: an unknown outcome, asked again on a
+			// cleared key, up to three times.
+			for try := 1; err != nil && r.Name == "rueidislock" && strings.Contains(err.Error(), "outcome unknown") && try < 3; try++ {
+				t.Logf("acquire %d: %v", try, err)
+				if _, err := c.Do(ctx, c.Nodes[0], "DEL", secureKey); err != nil {
+					t.Fatal(err)
+				}
+				a, err = l.Acquire(ctx, secureKey, "A", ttl)
+			}
 			if err != nil {
 				t.Fatalf("acquire: %v", err)
 			}

@@ -13,6 +13,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -62,6 +63,13 @@ func main() {
 	var want []string
 	if *only != "" {
 		want = strings.Split(*only, ",")
+		listed := rows(string(text))
+		for _, name := range want {
+			if !slices.Contains(listed, name) {
+				fmt.Fprintf(os.Stderr, "regressions: -rows: %q is not a row of %s (rows: %s)\n", name, *doc, strings.Join(listed, ", "))
+				os.Exit(2)
+			}
+		}
 	}
 	store, err := os.MkdirTemp("", "regressions-")
 	if err != nil {
@@ -70,30 +78,42 @@ func main() {
 	}
 	defer os.RemoveAll(store)
 	failed := 0
-	out, err := rewrite(string(text), func(name, last string) string {
+	cells := map[string]string{}
+	_, err = rewrite(string(text), func(name, last string) string {
 		if want != nil && !slices.Contains(want, name) {
 			return last
 		}
 		met, err := repro(*harness, name, *seeds, store)
-		cell := fmt.Sprintf("%s · %d of %d seeds", stamp, met, *seeds)
+		result := fmt.Sprintf("%s · %d of %d seeds", stamp, met, *seeds)
 		switch {
 		case err != nil:
 			failed++
 			fmt.Fprintf(os.Stderr, "%-34s harness failed: %v\n", name, err)
-			return fmt.Sprintf("**not run** (%s: %v); before: %s", stamp, oneLine(err), previous(last))
+			cells[name] = fmt.Sprintf("**not run** (%s: %v); before: %s", stamp, cell(oneLine(err)), previous(last))
+			return last
 		case met < *seeds:
 			failed++
 			fmt.Fprintf(os.Stderr, "%-34s NO LONGER REPRODUCES: %d of %d seeds\n", name, met, *seeds)
-			return fmt.Sprintf("**no longer reproduces**: %s; before: %s", cell, previous(last))
+			cells[name] = fmt.Sprintf("**no longer reproduces**: %s; before: %s", result, previous(last))
+			return last
 		}
 		fmt.Fprintf(os.Stderr, "%-34s %d of %d seeds\n", name, met, *seeds)
-		return cell
+		cells[name] = result
+		return last
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "regressions:", err)
 		os.Exit(2)
 	}
-	if err := os.WriteFile(*doc, []byte(out), 0o644); err != nil {
+	// The runs take minutes: the table is read again now, so that an
+	// edit made meanwhile is kept, and written whole or not at all.
+	if text, err = os.ReadFile(*doc); err == nil {
+		var out string
+		if out, err = rewrite(string(text), func(name, last string) string { return cmp.Or(cells[name], last) }); err == nil {
+			err = writeAtomic(*doc, out)
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "regressions:", err)
 		os.Exit(2)
 	}
@@ -101,6 +121,40 @@ func main() {
 	if failed > 0 {
 		os.Exit(1)
 	}
+}
+
+// rows are the catalog rows the table lists.
+func rows(text string) []string {
+	var out []string
+	rewrite(text, func(name, last string) string {
+		out = append(out, name)
+		return last
+	})
+	return out
+}
+
+// cell makes text safe in a table cell: a bar would split it.
+func cell(text string) string { return strings.ReplaceAll(text, "|", "/") }
+
+// writeAtomic replaces the file at path with text through a temporary
+// file in its directory.
+func writeAtomic(path, text string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(text); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // rewrite calls cell for every row of the table with its catalog row's
@@ -114,12 +168,15 @@ func rewrite(text string, cell func(name, last string) string) (string, error) {
 	rows := 0
 	for i, line := range lines {
 		cols := strings.Split(line, " | ")
-		if !strings.HasPrefix(line, "| ") || len(cols) != 4 || strings.HasPrefix(line, "| report") {
+		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| report") || strings.HasPrefix(line, "|---") {
 			continue
+		}
+		if len(cols) != 4 {
+			return "", fmt.Errorf("table row %q has %d columns, want 4 (report, what it shows, catalog row, last reproduced)", line, len(cols))
 		}
 		m := rowName.FindStringSubmatch(cols[2])
 		if m == nil {
-			continue
+			return "", fmt.Errorf("table row %q names no catalog row in backticks in its third column", line)
 		}
 		last := strings.TrimSuffix(cols[3], " |")
 		cols[3] = cell(m[1], last) + " |"

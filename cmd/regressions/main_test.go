@@ -36,3 +36,18 @@ func TestRewriteTouchesOnlyTheLastColumnOfTheTable(t *testing.T) {
 		t.Error("a doc without the markers was rewritten")
 	}
 }
+
+func TestRewriteRefusesARowItCannotRead(t *testing.T) {
+	for _, row := range []string{"| a | b | c | `gc-pause` | d |", "| a | b | no name | d |"} {
+		text := beginMark + "\n| report | what it shows | catalog row | last reproduced |\n|---|---|---|---|\n" + row + "\n" + endMark
+		if _, err := rewrite(text, func(_, last string) string { return last }); err == nil {
+			t.Errorf("%s: rewritten", row)
+		}
+	}
+	if got := rows(doc); len(got) != 2 || got[0] != "gc-pause" || got[1] != "split-brain" {
+		t.Errorf("rows = %q", got)
+	}
+	if cell("a | b") != "a / b" {
+		t.Error("a bar left in a cell")
+	}
+}

@@ -239,6 +239,48 @@ func WriteDrift(path string, rate int64) error {
 	return write(path, State{Offset: now.At(mono), Rate: rate, Anchor: mono})
 }
 
+// Drift makes the clock in the file at path run at rate (as WriteDrift)
+// and returns what takes that drift back: the rate the clock had, and
+// the offset less exactly what this drift gained, so that a shift another
+// fault made meanwhile stays.
+func Drift(path string, rate int64) (undo func() error, err error) {
+	writeMu.Lock()
+	defer writeMu.Unlock()
+	now, err := Read(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	mono := Monotonic()
+	if err := write(path, State{Offset: now.At(mono), Rate: rate, Anchor: mono}); err != nil {
+		return nil, err
+	}
+	mine := State{Rate: rate, Anchor: mono}
+	return func() error {
+		writeMu.Lock()
+		defer writeMu.Unlock()
+		st, err := Read(path)
+		if err != nil {
+			return err
+		}
+		m := Monotonic()
+		return write(path, State{Offset: st.At(m) - mine.At(m), Rate: now.Rate, Anchor: m})
+	}, nil
+}
+
+// Shift moves the clock in the file at path by d from wherever it is now,
+// keeping its rate: faults that overlap on one node each add their move
+// and take it back, so none undoes another's.
+func Shift(path string, d time.Duration) error {
+	writeMu.Lock()
+	defer writeMu.Unlock()
+	now, err := Read(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	mono := Monotonic()
+	return write(path, State{Offset: now.At(mono) + d, Rate: now.Rate, Anchor: mono})
+}
+
 // Write sets the clock's whole state in the file at path.
 //
 // The state is changed in place, never by replacing the file (the shim maps
@@ -297,10 +339,12 @@ func Read(path string) (State, error) {
 	case info.Size() >= stateSize:
 		err = mapped(f, stateSize, syscall.PROT_READ, func(w []int64) {
 			seq := (*uint64)(unsafe.Pointer(&w[3]))
-			for {
+			// As the shim does: a writer that died mid-change leaves seq
+			// odd for good, and the values are then taken as they are.
+			for tries := 0; ; tries++ {
 				before := atomic.LoadUint64(seq)
 				st = State{Offset: time.Duration(atomic.LoadInt64(&w[0])), Rate: atomic.LoadInt64(&w[1]), Anchor: atomic.LoadInt64(&w[2])}
-				if before&1 == 0 && atomic.LoadUint64(seq) == before {
+				if (before&1 == 0 && atomic.LoadUint64(seq) == before) || tries >= 100000 {
 					return
 				}
 			}
