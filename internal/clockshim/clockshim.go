@@ -263,8 +263,19 @@ func Drift(path string, rate int64) (undo func() error, err error) {
 			return err
 		}
 		m := Monotonic()
-		return write(path, State{Offset: st.At(m) - mine.At(m), Rate: now.Rate, Anchor: m})
+		return write(path, settled(State{Offset: st.At(m) - mine.At(m), Rate: now.Rate, Anchor: m}))
 	}, nil
+}
+
+// settled is st with a fixed offset under a microsecond made 0: the
+// rounding left when moves that overlapped are taken back, which no
+// clock reader can see (Redis reads milliseconds), must not leave a clock
+// that reads as moved.
+func settled(st State) State {
+	if st.Rate == 0 && st.Offset.Abs() < time.Microsecond {
+		st.Offset = 0
+	}
+	return st
 }
 
 // Shift moves the clock in the file at path by d from wherever it is now,
@@ -278,7 +289,7 @@ func Shift(path string, d time.Duration) error {
 		return err
 	}
 	mono := Monotonic()
-	return write(path, State{Offset: now.At(mono) + d, Rate: now.Rate, Anchor: mono})
+	return write(path, settled(State{Offset: now.At(mono) + d, Rate: now.Rate, Anchor: mono}))
 }
 
 // Write sets the clock's whole state in the file at path.

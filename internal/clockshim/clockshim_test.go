@@ -253,3 +253,35 @@ func TestFindBuildsIntoTheCacheWithoutAModuleBuild(t *testing.T) {
 		t.Fatalf("second Find = %q, %v; want %q", again, err, lib)
 	}
 }
+
+// Moves that overlap, interleaved rather than nested, each take back only
+// their own: a drift's undo leaves a shift made during it, and the clock
+// is true again once every move is taken back.
+func TestOverlappingMovesTakeBackTheirOwn(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "clock.offset")
+	if err := WriteOffset(file, 0); err != nil {
+		t.Fatal(err)
+	}
+	undo, err := Drift(file, 200_000_000) // 20% fast
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := Shift(file, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := undo(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Read(file)
+	if err != nil || st.Rate != 0 || (st.Offset-time.Second).Abs() > time.Microsecond {
+		t.Fatalf("after the drift was taken back: %+v, %v; want +1s, no rate", st, err)
+	}
+	if err := Shift(file, -time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := Read(file); st != (State{Offset: 0, Rate: 0, Anchor: st.Anchor}) {
+		t.Fatalf("every move taken back, the clock is %+v; want exactly true time", st)
+	}
+}
