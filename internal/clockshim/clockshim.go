@@ -3,8 +3,8 @@
 // started with LD_PRELOAD=<library> and LOCKHARNESS_CLOCK_FILE=<file> sees
 // CLOCK_REALTIME (clock_gettime, gettimeofday, time) moved by the state in
 // the file: a fixed offset, or one that grows at a rate (a clock running
-// fast or slow); its monotonic clock is untouched. WriteOffset and
-// WriteDrift change a running process's clock at once.
+// fast or slow); its monotonic clock is untouched. WriteOffset, Shift and
+// Drift change a running process's clock at once.
 //
 // The C source sits in csrc/ because the go tool refuses C files in a
 // package directory that does not use cgo; it is embedded, so Build works
@@ -222,49 +222,37 @@ var writeMu sync.Mutex
 // the file at path, creating the file when it does not exist. A running
 // process sees the new value on its next clock read.
 func WriteOffset(path string, d time.Duration) error {
-	return Write(path, State{Offset: d})
+	return change(path, func(State, int64) State { return State{Offset: d} })
 }
 
-// WriteDrift makes the clock in the file at path run fast (rate > 0) or
-// slow by rate parts per billion from now on, from the offset it has now;
-// rate 0 stops a drift where it got to.
-func WriteDrift(path string, rate int64) error {
-	writeMu.Lock()
-	defer writeMu.Unlock()
-	now, err := Read(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	mono := Monotonic()
-	return write(path, State{Offset: now.At(mono), Rate: rate, Anchor: mono})
-}
-
-// Drift makes the clock in the file at path run at rate (as WriteDrift)
-// and returns what takes that drift back: the rate the clock had, and
-// the offset less exactly what this drift gained, so that a shift another
+// Drift makes the clock in the file at path run fast (rate > 0) or slow
+// by rate parts per billion from now on, from the offset it has now, and
+// returns what takes that drift back: the rate the clock had, and the
+// offset less exactly what this drift gained, so that a shift another
 // fault made meanwhile stays.
 func Drift(path string, rate int64) (undo func() error, err error) {
-	writeMu.Lock()
-	defer writeMu.Unlock()
-	now, err := Read(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	var was, mine State
+	err = change(path, func(now State, mono int64) State {
+		was, mine = now, State{Rate: rate, Anchor: mono}
+		return State{Offset: now.At(mono), Rate: rate, Anchor: mono}
+	})
+	if err != nil {
 		return nil, err
 	}
-	mono := Monotonic()
-	if err := write(path, State{Offset: now.At(mono), Rate: rate, Anchor: mono}); err != nil {
-		return nil, err
-	}
-	mine := State{Rate: rate, Anchor: mono}
 	return func() error {
-		writeMu.Lock()
-		defer writeMu.Unlock()
-		st, err := Read(path)
-		if err != nil {
-			return err
-		}
-		m := Monotonic()
-		return write(path, settled(State{Offset: st.At(m) - mine.At(m), Rate: now.Rate, Anchor: m}))
+		return change(path, func(now State, mono int64) State {
+			return settled(State{Offset: now.At(mono) - mine.At(mono), Rate: was.Rate, Anchor: mono})
+		})
 	}, nil
+}
+
+// Shift moves the clock in the file at path by d from wherever it is now,
+// keeping its rate: faults that overlap on one node each add their move
+// and take it back, so none undoes another's.
+func Shift(path string, d time.Duration) error {
+	return change(path, func(now State, mono int64) State {
+		return settled(State{Offset: now.At(mono) + d, Rate: now.Rate, Anchor: mono})
+	})
 }
 
 // settled is st with a fixed offset under a microsecond made 0: the
@@ -278,35 +266,32 @@ func settled(st State) State {
 	return st
 }
 
-// Shift moves the clock in the file at path by d from wherever it is now,
-// keeping its rate: faults that overlap on one node each add their move
-// and take it back, so none undoes another's.
-func Shift(path string, d time.Duration) error {
+// errShort is a file too short to hold an offset: no shim maps it, and a
+// change writes it whole.
+var errShort = errors.New("too short for a clock state")
+
+// change writes the state next gives from the file's state now (none for
+// a missing or short file) and CLOCK_MONOTONIC now, holding writeMu across the read
+// and the write, so that two faults' changes never interleave.
+func change(path string, next func(now State, mono int64) State) error {
 	writeMu.Lock()
 	defer writeMu.Unlock()
 	now, err := Read(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, errShort) {
 		return err
 	}
-	mono := Monotonic()
-	return write(path, settled(State{Offset: now.At(mono) + d, Rate: now.Rate, Anchor: mono}))
+	return write(path, next(now, Monotonic()))
 }
 
-// Write sets the clock's whole state in the file at path.
+// write sets the clock's whole state in the file at path.
 //
 // The state is changed in place, never by replacing the file (the shim maps
-// the file's inode once): Write maps the file shared and, as the shim's
+// the file's inode once): write maps the file shared and, as the shim's
 // seqlock expects, makes the sequence count odd, stores the fields and
 // makes it even again, each with an aligned atomic store. A file shorter
 // than the state (a missing one, or the offset-only format) is first
 // extended: no running shim maps it as a whole state, and one that maps
 // the offset alone still reads the offset.
-func Write(path string, st State) error {
-	writeMu.Lock()
-	defer writeMu.Unlock()
-	return write(path, st)
-}
-
 func write(path string, st State) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -363,7 +348,7 @@ func Read(path string) (State, error) {
 	case info.Size() >= offsetSize:
 		err = mapped(f, offsetSize, syscall.PROT_READ, func(w []int64) { st.Offset = time.Duration(atomic.LoadInt64(&w[0])) })
 	default:
-		err = fmt.Errorf("clock state %s: %d bytes, want %d", path, info.Size(), stateSize)
+		err = fmt.Errorf("clock state %s: %d bytes, want %d: %w", path, info.Size(), stateSize, errShort)
 	}
 	return st, err
 }

@@ -122,43 +122,42 @@ func nanosAhead(t *testing.T, env ...string) time.Duration {
 	return time.Duration(ns - (before.UnixNano()+after.UnixNano())/2)
 }
 
-// A drifting clock gains rate × elapsed on top of the offset it had, and
-// keeps what it gained when the drift stops.
+// A drifting clock gains rate × elapsed on top of the offset it had, as
+// the shimmed process reads it, and taking the drift back leaves exactly
+// the offset it started from, with no rate.
 func TestShimDriftsTheWallClock(t *testing.T) {
 	lib := build(t)
 	file := filepath.Join(t.TempDir(), "clock.offset")
 	if err := WriteOffset(file, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteDrift(file, 500_000_000); err != nil { // 50% fast
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	ahead := nanosAhead(t, Env(lib, file)...)
-	want, err := ReadOffset(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ahead < 1400*time.Millisecond || ahead > 1700*time.Millisecond || (ahead-want).Abs() > 100*time.Millisecond {
-		t.Fatalf("after 1 s at +50%% from +1 s: date is %v ahead, the file says %v; want about 1.5 s", ahead, want)
-	}
-	if err := WriteDrift(file, 0); err != nil {
-		t.Fatal(err)
-	}
-	frozen, _ := ReadOffset(file)
-	time.Sleep(300 * time.Millisecond)
-	if now, _ := ReadOffset(file); now != frozen || frozen < ahead-50*time.Millisecond {
-		t.Fatalf("a stopped drift moved on: %v then %v (date saw %v)", frozen, now, ahead)
-	}
-	if got := nanosAhead(t, Env(lib, file)...); (got - frozen).Abs() > 100*time.Millisecond {
-		t.Fatalf("stopped at %v, date is %v ahead", frozen, got)
-	}
-	if err := WriteDrift(file, -500_000_000); err != nil { // 50% slow
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	if got := nanosAhead(t, Env(lib, file)...); got > frozen-400*time.Millisecond || got < frozen-700*time.Millisecond {
-		t.Fatalf("after 1 s at -50%% from %v: date is %v ahead, want about %v", frozen, got, frozen-500*time.Millisecond)
+	for _, c := range []struct {
+		rate      int64
+		lo, hi    time.Duration
+		direction string
+	}{{500_000_000, 1400 * time.Millisecond, 1700 * time.Millisecond, "fast"}, {-500_000_000, 300 * time.Millisecond, 600 * time.Millisecond, "slow"}} {
+		undo, err := Drift(file, c.rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		ahead := nanosAhead(t, Env(lib, file)...)
+		want, err := ReadOffset(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ahead < c.lo || ahead > c.hi || (ahead-want).Abs() > 100*time.Millisecond {
+			t.Fatalf("after 1 s at 50%% %s from +1 s: date is %v ahead, the file says %v; want %v to %v", c.direction, ahead, want, c.lo, c.hi)
+		}
+		if err := undo(); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := Read(file); st.Offset != time.Second || st.Rate != 0 {
+			t.Fatalf("the drift taken back left %+v; want +1s and no rate", st)
+		}
+		if got := nanosAhead(t, Env(lib, file)...); (got - time.Second).Abs() > 100*time.Millisecond {
+			t.Fatalf("the drift taken back, date is %v ahead; want 1s", got)
+		}
 	}
 	if err := WriteOffset(file, 0); err != nil {
 		t.Fatal(err)
