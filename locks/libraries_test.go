@@ -542,18 +542,35 @@ func TestRueidislockReportsArePaired(t *testing.T) {
 	}
 }
 
+// heldOnAFreshNode is rueidislock holding a 2 s lease on "k" on a node of
+// its own, with a recorder that saw it from the start. Its acquire gives
+// each key 20 ms (TryNextAfter), which a loaded clean-clone CI outlasted
+// (27b0f33, 18f8d7f): an unknown outcome is tried again, up to three
+// times, on a fresh node and locker, so that the reports are counted from
+// a clean start.
+func heldOnAFreshNode(t *testing.T) ([]*redis.Client, Locker, *recorder, Lease) {
+	t.Helper()
+	for try := 1; ; try++ {
+		_, clients := startNodes(t, 1)
+		l, rec := libLocker(t, "rueidislock", clients)
+		a, err := l.Acquire(context.Background(), "k", "A", 2*time.Second)
+		if err == nil {
+			return clients, l, rec, a
+		}
+		if Definite(err) || try == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("acquire, try %d: unknown outcome; again on a fresh node", try)
+	}
+}
+
 // An extend under way when the harness releases completes, with whatever
 // the server answered (or unknown), and nothing follows it. A 2 s lease,
 // its extend due at 1 s: a 1 s lease left a loaded clean-clone CI (d7b178f)
 // too little room after the pause, and it lapsed before the release.
 func TestRueidislockExtendInFlightAtRelease(t *testing.T) {
 	ctx := context.Background()
-	_, clients := startNodes(t, 1)
-	l, rec := libLocker(t, "rueidislock", clients)
-	a, err := l.Acquire(ctx, "k", "A", 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	clients, l, rec, a := heldOnAFreshNode(t)
 	time.Sleep(900 * time.Millisecond)
 	// Scripts wait until the pause is over: the extend at 1 s too.
 	if err := clients[0].Do(ctx, "CLIENT", "PAUSE", 400, "WRITE").Err(); err != nil {
@@ -587,24 +604,7 @@ func TestRueidislockExtendInFlightAtRelease(t *testing.T) {
 // of unknown outcome.
 func TestRueidislockReportsItsOwnRelease(t *testing.T) {
 	ctx := context.Background()
-	// The reports are counted from the start: an acquire whose outcome a
-	// loaded machine left unknown (a clean-clone CI of 27b0f33) is tried
-	// again on a fresh node and locker.
-	var clients []*redis.Client
-	var l Locker
-	var rec *recorder
-	var a Lease
-	for try := 1; ; try++ {
-		_, clients = startNodes(t, 1)
-		l, rec = libLocker(t, "rueidislock", clients)
-		var err error
-		if a, err = l.Acquire(ctx, "k", "A", 2*time.Second); err == nil {
-			break
-		} else if Definite(err) || try == 3 {
-			t.Fatal(err)
-		}
-		t.Logf("acquire, try %d: unknown outcome; again on a fresh node", try)
-	}
+	clients, l, rec, a := heldOnAFreshNode(t)
 	time.Sleep(900 * time.Millisecond) // the extend is due at 1 s
 	if err := clients[0].Do(ctx, "CLIENT", "PAUSE", 400, "WRITE").Err(); err != nil {
 		t.Fatal(err)

@@ -289,11 +289,14 @@ func TestRueidislockHoldsPastItsTTL(t *testing.T) {
 		granted, extends, full := map[string]int64{}, map[string]int{}, 0
 		for _, e := range events {
 			switch {
-			// An extend the release cut short is rightly unknown (a loaded
-			// clean-clone CI had one in 12, a release delayed onto the
-			// extend's timer); any other that did not land is the
+			// An extend the release cut short ("released before this
+			// completed"; a loaded clean-clone CI had one in 12, a release
+			// delayed onto the extend's timer) or the run's end cancelled
+			// (a clean-clone CI of 18f8d7f, at 6.5 s of a 6 s run) is
+			// rightly unknown; any other that did not land is the
 			// library's or the harness's failure.
-			case e.F == history.Extend && (e.Type == history.Fail || e.Type == history.Info) && !strings.Contains(e.Error, "released before this completed"):
+			case e.F == history.Extend && (e.Type == history.Fail || e.Type == history.Info) &&
+				!strings.Contains(e.Error, "released before this completed") && !strings.Contains(e.Error, "context canceled"):
 				t.Errorf("extend of %s at %.3f s: %s %s", e.Token, float64(e.Time)/1e9, e.Type, e.Error)
 			case e.F == history.Acquire && e.Type == history.OK:
 				granted[e.Token] = e.Time
