@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,22 +95,67 @@ func TestDockerRestartAOFAlways(t *testing.T) {
 	}
 }
 
+// An interrupt removes every container, whether it comes while the topology
+// starts (the run ends with an error of its start) or while the clients run
+// (the run is checked, and is not called valid). The interrupt is timed from
+// the run's own progress lines, not from its start: a loaded machine may take
+// longer than any fixed delay to start a Sentinel topology in containers.
 func TestDockerInterruptRemovesContainers(t *testing.T) {
-	s := onDocker(t, spec("cad", "pause-node", 60*time.Second, 1))
-	s.Topology = "sentinel"
 	needRedis(t)
 	t.Cleanup(proc.KillAll)
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(8*time.Second, cancel)
-	out, err := RunSpec(ctx, s, Options{Store: t.TempDir(), WorkerBin: workerBin})
-	if err != nil {
-		t.Fatal(err)
+	interrupt := func(t *testing.T, phase string, after time.Duration) (Outcome, error) {
+		s := onDocker(t, spec("cad", "pause-node", 60*time.Second, 1))
+		s.Topology = "sentinel"
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		progress := &cancelAfterLine{prefix: phase, after: after, cancel: cancel}
+		return RunSpec(ctx, s, Options{Store: t.TempDir(), WorkerBin: workerBin, Progress: progress})
 	}
-	res, err := reports.ReadResults(out.Dir)
-	if err != nil {
-		t.Fatal(err)
+	t.Run("while-starting", func(t *testing.T) {
+		out, err := interrupt(t, "starting sentinel topology", 300*time.Millisecond)
+		if err == nil {
+			t.Fatalf("a run interrupted while its topology started ended without an error")
+		}
+		res, rerr := reports.ReadResults(out.Dir)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if res.Valid == checker.Valid {
+			t.Errorf("a run interrupted while starting was called valid")
+		}
+	})
+	t.Run("while-running", func(t *testing.T) {
+		out, err := interrupt(t, "", 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := reports.ReadResults(out.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Valid == checker.Valid {
+			t.Errorf("an interrupted run was called valid")
+		}
+	})
+}
+
+// cancelAfterLine is a run's progress that cancels it a while after the first
+// line that starts with prefix; an empty prefix waits for the clients to run.
+type cancelAfterLine struct {
+	prefix string
+	after  time.Duration
+	cancel func()
+	once   sync.Once
+}
+
+func (c *cancelAfterLine) Write(p []byte) (int, error) {
+	line := string(p)
+	hit := strings.HasPrefix(line, c.prefix)
+	if c.prefix == "" {
+		hit = strings.Contains(line, " clients running ")
 	}
-	if res.Valid == checker.Valid {
-		t.Errorf("an interrupted run was called valid")
+	if hit {
+		c.once.Do(func() { time.AfterFunc(c.after, c.cancel) })
 	}
+	return len(p), nil
 }
