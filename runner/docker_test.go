@@ -4,8 +4,6 @@ import (
 	"context"
 	"os"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -137,25 +135,4 @@ func TestDockerInterruptRemovesContainers(t *testing.T) {
 			t.Errorf("an interrupted run was called valid")
 		}
 	})
-}
-
-// cancelAfterLine is a run's progress that cancels it a while after the first
-// line that starts with prefix; an empty prefix waits for the clients to run.
-type cancelAfterLine struct {
-	prefix string
-	after  time.Duration
-	cancel func()
-	once   sync.Once
-}
-
-func (c *cancelAfterLine) Write(p []byte) (int, error) {
-	line := string(p)
-	hit := strings.HasPrefix(line, c.prefix)
-	if c.prefix == "" {
-		hit = strings.Contains(line, " clients running ")
-	}
-	if hit {
-		c.once.Do(func() { time.AfterFunc(c.after, c.cancel) })
-	}
-	return len(p), nil
 }

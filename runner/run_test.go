@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -376,13 +377,13 @@ func TestInterruptStopsEverything(t *testing.T) {
 	needRedis(t)
 	t.Cleanup(proc.KillAll)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(2*time.Second, cancel)
-	start := time.Now()
-	out, err := RunSpec(ctx, spec("cad", "pause-client", 60*time.Second, 1), Options{Store: t.TempDir(), WorkerBin: workerBin})
+	defer cancel()
+	progress := &cancelAfterLine{after: time.Second, cancel: cancel}
+	out, err := RunSpec(ctx, spec("cad", "pause-client", 60*time.Second, 1), Options{Store: t.TempDir(), WorkerBin: workerBin, Progress: progress})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > 10*time.Second {
+	if took := progress.sinceCancel(); took > 8*time.Second {
 		t.Errorf("an interrupted run took %v to stop", took)
 	}
 	if n := proc.Live(); n != 0 {
@@ -395,6 +396,42 @@ func TestInterruptStopsEverything(t *testing.T) {
 	if res.Valid == checker.Valid {
 		t.Errorf("an interrupted run was called valid")
 	}
+}
+
+// cancelAfterLine is a run's progress that cancels it a while after the first
+// line that starts with prefix; an empty prefix waits for the clients to run.
+type cancelAfterLine struct {
+	prefix string
+	after  time.Duration
+	cancel func()
+	once   sync.Once
+	at     atomic.Pointer[time.Time]
+}
+
+// sinceCancel is how long ago the run was cancelled (0 if it never was).
+func (c *cancelAfterLine) sinceCancel() time.Duration {
+	if at := c.at.Load(); at != nil {
+		return time.Since(*at)
+	}
+	return 0
+}
+
+func (c *cancelAfterLine) Write(p []byte) (int, error) {
+	line := string(p)
+	hit := strings.HasPrefix(line, c.prefix)
+	if c.prefix == "" {
+		hit = strings.Contains(line, " clients running ")
+	}
+	if hit {
+		c.once.Do(func() {
+			time.AfterFunc(c.after, func() {
+				now := time.Now()
+				c.at.Store(&now)
+				c.cancel()
+			})
+		})
+	}
+	return len(p), nil
 }
 
 // entrySpec is a spec as the catalog's rows write theirs.
