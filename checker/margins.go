@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -457,17 +458,9 @@ func (c *checker) holdingNode(nodes []string, probe *history.Event) string {
 // long, the key may have been free from the later of that end and the
 // use's own lease's expiry.
 func (c *checker) ownershipMargins() {
-	for _, f := range c.lateUses {
-		u := f.use
-		var other *lease
-		for _, l := range c.leases[u.Key] {
-			if l.acq == f.acq || l.start > u.InvT || l.byHorizon || c.renewsUnseen(l.acq.TokenID) || (l.acq.Token != "" && l.acq.Token == u.Token) {
-				continue
-			}
-			if other == nil || l.certEnd > other.certEnd {
-				other = l
-			}
-		}
+	others := c.heldLongestBefore()
+	for i, f := range c.lateUses {
+		u, other := f.use, others[i]
 		held := f.hi
 		if other != nil {
 			held = max(held, min(other.certEnd, history.Forever/2))
@@ -496,4 +489,66 @@ func (c *checker) ownershipMargins() {
 			return late + fmt.Sprintf(", %s after the last moment %s's lease on it was certainly held (%s): the key may have been free", room(ns), who(other.acq), c.certainUntil(other))
 		})
 	}
+}
+
+// heldLongestBefore finds, for each late use, the lease with the latest
+// certain end (the first of equals, in order of grant) among the leases of
+// its key granted by the time it was sent, other than its own token's. One
+// sweep per key over leases and uses in time order keeps the two longest
+// held by different tokens so far: the use's own token excludes at most one
+// of them. A scan of every lease for every use took a million operations
+// minutes.
+func (c *checker) heldLongestBefore() []*lease {
+	others := make([]*lease, len(c.lateUses))
+	byKey := map[string][]int{}
+	for i, f := range c.lateUses {
+		byKey[f.use.Key] = append(byKey[f.use.Key], i)
+	}
+	for key, uses := range byKey {
+		sort.SliceStable(uses, func(a, b int) bool { return c.lateUses[uses[a]].use.InvT < c.lateUses[uses[b]].use.InvT })
+		ls := c.leases[key]
+		var top [2]*lease // by certEnd, of different tokens
+		next := 0
+		for _, i := range uses {
+			u := c.lateUses[i].use
+			for ; next < len(ls) && ls[next].start <= u.InvT; next++ {
+				if l := ls[next]; !l.byHorizon && !c.renewsUnseen(l.acq.TokenID) {
+					top = keepLongest(top, l)
+				}
+			}
+			for _, l := range top {
+				if l != nil && l.acq != c.lateUses[i].acq && (l.acq.Token == "" || l.acq.Token != u.Token) {
+					others[i] = l
+					break
+				}
+			}
+		}
+	}
+	return others
+}
+
+// keepLongest adds l to the two leases of different tokens held longest,
+// an earlier one keeping its place against an equal end. A token's leases
+// take one place: its longest.
+func keepLongest(top [2]*lease, l *lease) [2]*lease {
+	sameToken := func(a *lease) bool { return a != nil && a.acq.Token != "" && a.acq.Token == l.acq.Token }
+	switch {
+	case sameToken(top[0]):
+		if l.certEnd > top[0].certEnd {
+			top[0] = l
+		}
+		return top
+	case sameToken(top[1]):
+		if l.certEnd > top[1].certEnd {
+			top[1] = l
+		}
+	case top[1] == nil || l.certEnd > top[1].certEnd:
+		top[1] = l
+	default:
+		return top
+	}
+	if top[0] == nil || top[1].certEnd > top[0].certEnd {
+		top[0], top[1] = top[1], top[0]
+	}
+	return top
 }

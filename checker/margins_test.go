@@ -2,6 +2,7 @@ package checker
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -216,6 +217,54 @@ func TestMarginMsKeepsTheSign(t *testing.T) {
 	for ns, want := range map[int64]float64{-1: -0.001, -499: -0.001, 0: 0, 499: 0, 1_500_000: 1.5, -2_000_400: -2} {
 		if got := marginMs(ns); got != want {
 			t.Errorf("marginMs(%d) = %v, want %v", ns, got, want)
+		}
+	}
+}
+
+// The sweep that finds each late use's longest-held other lease agrees with
+// scanning every lease of the key, ties and a use's own token's leases
+// included, on random leases of few tokens and few distinct ends.
+func TestHeldLongestBeforeIsTheScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for round := range 300 {
+		c := &checker{leases: map[string][]*lease{}}
+		tokens := []string{"", "a", "b", "c", "d"}
+		for _, key := range []string{"k1", "k2"} {
+			var start int64
+			for range rng.IntN(12) {
+				start += int64(rng.IntN(3))
+				tok := tokens[rng.IntN(len(tokens))]
+				acq := &history.Op{Key: key, Token: tok}
+				c.leases[key] = append(c.leases[key], &lease{acq: acq, start: start, certEnd: start + int64(rng.IntN(4))})
+			}
+		}
+		for range rng.IntN(10) {
+			key := []string{"k1", "k2"}[rng.IntN(2)]
+			ls := c.leases[key]
+			if len(ls) == 0 {
+				continue
+			}
+			own := ls[rng.IntN(len(ls))].acq
+			if own.Token == "" {
+				continue
+			}
+			u := &history.Op{Key: key, Token: own.Token, InvT: int64(rng.IntN(30))}
+			c.lateUses = append(c.lateUses, foreignUse{use: u, acq: own})
+		}
+		got := c.heldLongestBefore()
+		for i, f := range c.lateUses {
+			var want *lease
+			for _, l := range c.leases[f.use.Key] {
+				if l.acq == f.acq || l.start > f.use.InvT || (l.acq.Token != "" && l.acq.Token == f.use.Token) {
+					continue
+				}
+				if want == nil || l.certEnd > want.certEnd {
+					want = l
+				}
+			}
+			if got[i] != want {
+				t.Fatalf("round %d, use %d (%s at %d): the sweep found %+v, the scan %+v", round, i, f.use.Token, f.use.InvT, got[i], want)
+			}
 		}
 	}
 }
