@@ -37,6 +37,9 @@ func TestNoFaultStartsAtTheTimeLimit(t *testing.T) {
 		if err := s.Run(ctx, env); err != nil {
 			t.Fatal(err)
 		}
+		if err := rec.Close(); err != nil {
+			t.Fatal(err)
+		}
 		return started.Load(), hist.String()
 	}
 	if n, _ := run(150*time.Millisecond, 100*time.Millisecond); n != 0 {

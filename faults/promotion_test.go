@@ -17,6 +17,7 @@ import (
 // promotion, it never strikes.
 func TestAStepAfterAPromotionWaitsForIt(t *testing.T) {
 	rec := history.NewRecorder(io.Discard)
+	t.Cleanup(func() { rec.Close() })
 	env := &Env{Rec: rec, Log: func(string, ...any) {}, TTL: time.Second}
 	struck := make(chan time.Time, 1)
 	probe := Injection{Fault: Fault{Name: "kill-node", Run: func(_ context.Context, env *Env, _ *rand.Rand, _ options.Values) error {

@@ -9,7 +9,6 @@
 package history
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -179,4 +178,4 @@ func (e Event) Completed() bool {
 func Int64(v int64) *int64 { return &v }
 
 // MarshalLine encodes the event as one JSON line without the newline.
-func (e Event) MarshalLine() ([]byte, error) { return json.Marshal(e) }
+func (e Event) MarshalLine() ([]byte, error) { return e.AppendLine(nil) }

@@ -16,7 +16,7 @@ func TestRecorderStampsAndRoundTrips(t *testing.T) {
 	r.Record(Event{Type: Info, Process: Nemesis, F: "partition", Phase: Start, Target: "client 1"})
 	r.Record(Event{Type: Invoke, Process: 2, Client: 1, F: Write, Value: Int64(0)})
 	r.Record(Event{Type: OK, Process: 2, Client: 1, F: Write, Value: Int64(0)})
-	if err := r.Err(); err != nil {
+	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Decode(&buf)

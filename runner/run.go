@@ -153,7 +153,7 @@ func Run(ctx context.Context, plan scenario.Plan, opt Options) (Outcome, error) 
 	if runErr != nil {
 		logf("harness error: %v", runErr)
 	}
-	if err := rec.Err(); err != nil && runErr == nil {
+	if err := rec.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("writing the history: %w", err)
 	}
 	meta.Interrupted, meta.StoppedEarly = ctx.Err() != nil, ran.stopped
