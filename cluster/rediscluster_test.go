@@ -96,7 +96,7 @@ func TestClusterFailsOverACutOffPrimary(t *testing.T) {
 	if err != nil || p.Name() != "n2" {
 		t.Fatalf("primary of %s: %v, %v; want n2", key, p, err)
 	}
-	access, err := c.ConnectClient(0)
+	access, err := c.ConnectClient(0, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func startSecureIn(t *testing.T, s cluster.Spec) (*cluster.Cluster, string) {
 // target is what a worker would be told, from the cluster's access.Access.
 func target(t *testing.T, c *cluster.Cluster, slot int) access.Access {
 	t.Helper()
-	a, err := c.ConnectClient(slot)
+	a, err := c.ConnectClient(slot, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func TestTargetSentinelPutsEveryAnnouncedAddressBehindAProxy(t *testing.T) {
 	if target.Topology != cluster.TargetSentinel || target.Shape() != cluster.Sentinel || target.Can(cluster.NodeControl) == nil {
 		t.Fatalf("topology %s shape %s node control %v: want a sentinel-shaped target without node control", target.Topology, target.Shape(), target.Can(cluster.NodeControl))
 	}
-	access, err := target.ConnectClient(0)
+	access, err := target.ConnectClient(0, false)
 	if err != nil {
 		t.Fatal(err)
 	}

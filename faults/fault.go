@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
@@ -60,6 +61,11 @@ type Fault struct {
 	// NeedsDatabase: the fault acts on the clients' links to a real
 	// resource (--resource postgres).
 	NeedsDatabase bool
+	// CutsClientLinks: the fault cuts or slows the clients' links to the
+	// nodes (Env.ClientLinks). A run none of whose faults does connects
+	// its clients to the nodes directly, through no proxy; a fault that
+	// asks for a client's links there makes the run a harness error.
+	CutsClientLinks bool
 	// Waits: the fault waits for a moment of the workload (a grant, a
 	// client at a pause point) before it begins, so a replay starts it a
 	// little before the moment it began (Step).
@@ -267,6 +273,19 @@ func (n Nemesis) NeedsClock() bool {
 	for _, g := range n {
 		for _, in := range g {
 			if in.NeedsClock {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// CutsClientLinks reports whether a fault of the list cuts or slows the
+// clients' links, which the clients must then reach the nodes through.
+func (n Nemesis) CutsClientLinks() bool {
+	for _, g := range n {
+		for _, in := range g {
+			if in.CutsClientLinks {
 				return true
 			}
 		}
@@ -489,6 +508,12 @@ type Env struct {
 	// limit known); a window still open then is healed early, and its end
 	// says so.
 	Until time.Time
+	// ClientsDirect: the clients reach the nodes through no link (no
+	// planned fault CutsClientLinks). Undeclared then collects the faults
+	// that asked for a client's links all the same; the run is a harness
+	// error, for they cut nothing.
+	ClientsDirect bool
+	Undeclared    *Undeclared
 	// running and ran are the name and options of the fault this copy of
 	// the environment runs (Injection.run), recorded with its window.
 	running string
@@ -563,8 +588,44 @@ func (e *Env) Begin(facts history.Facts, detail string) func(detail string, end 
 	}
 }
 
+// Undeclared are the faults that asked for a client's links in a run whose
+// clients have none (Env.ClientsDirect).
+type Undeclared struct {
+	mu    sync.Mutex
+	names []string
+}
+
+// Err names them, or is nil.
+func (u *Undeclared) Err() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("fault %s acts on the clients' links but does not declare CutsClientLinks: the clients of this run reached the nodes directly, so it cut nothing", strings.Join(u.names, ", "))
+}
+
+// direct notes a fault that asked for a client's links where there are
+// none, and reports whether the clients are direct.
+func (e *Env) direct() bool {
+	if !e.ClientsDirect {
+		return false
+	}
+	if e.Undeclared != nil {
+		e.Undeclared.mu.Lock()
+		if !slices.Contains(e.Undeclared.names, e.running) {
+			e.Undeclared.names = append(e.Undeclared.names, e.running)
+		}
+		e.Undeclared.mu.Unlock()
+	}
+	return true
+}
+
 // ClientLinks are client slot's links to every node and sentinel.
 func (e *Env) ClientLinks(slot int) []*Link {
+	if e.direct() {
+		return nil
+	}
 	var out []*Link
 	for _, name := range e.Cluster.ClientLinks(slot) {
 		if l := e.Net.Get(name); l != nil {
@@ -584,6 +645,9 @@ func (e *Env) DatabaseLink(slot int) *Link { return e.Net.Get(DatabaseLinkName(s
 
 // ClientLink is client slot's link to one node.
 func (e *Env) ClientLink(slot int, node string) *Link {
+	if e.direct() {
+		return nil
+	}
 	return e.Net.Get(e.Cluster.ClientLink(slot, node))
 }
 

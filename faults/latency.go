@@ -12,9 +12,10 @@ import (
 
 // latency slows some clients' links in both directions.
 var latency = Fault{
-	Name:    "latency",
-	Drawing: history.Drawing{Colour: color.NRGBA{R: 125, G: 205, B: 185, A: 80}, Legend: "clients' links slowed"},
-	Summary: "add TTL/20-TTL/8 of latency each way on some clients' links for 1-2 TTLs",
+	Name:            "latency",
+	CutsClientLinks: true,
+	Drawing:         history.Drawing{Colour: color.NRGBA{R: 125, G: 205, B: 185, A: 80}, Legend: "clients' links slowed"},
+	Summary:         "add TTL/20-TTL/8 of latency each way on some clients' links for 1-2 TTLs",
 	Options: []options.Spec{
 		{Name: optDelay, Kind: options.Duration, Summary: "the delay each way (default TTL/20-TTL/8)"},
 		forOpt("1-2 TTLs"),

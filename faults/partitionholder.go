@@ -19,12 +19,13 @@ import (
 // sent) and the lease's end stays known, which the checker then holds each
 // later write against; one in flight at the cut stays of unknown outcome.
 var partitionHolder = Fault{
-	Name:    "partition-holder",
-	Drawing: history.Drawing{Colour: color.NRGBA{R: 45, G: 145, B: 120, A: 70}, Legend: "holder cut from the lock"},
-	Scored:  []Scorecard{ScoreLongHold},
-	Waits:   true,
-	Summary: "a third into a hold, refuse the holder's links to the lock's nodes for 1.5-3 TTLs; its database link stays up",
-	Options: []options.Spec{forOpt("1.5-3 TTLs")},
+	Name:            "partition-holder",
+	CutsClientLinks: true,
+	Drawing:         history.Drawing{Colour: color.NRGBA{R: 45, G: 145, B: 120, A: 70}, Legend: "holder cut from the lock"},
+	Scored:          []Scorecard{ScoreLongHold},
+	Waits:           true,
+	Summary:         "a third into a hold, refuse the holder's links to the lock's nodes for 1.5-3 TTLs; its database link stays up",
+	Options:         []options.Spec{forOpt("1.5-3 TTLs")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		hold := hold(opts, rng, scale(env.TTL, 1.5), 3*env.TTL)
 		slot, after := awaitIntoHold(ctx, env, env.Hold/3)

@@ -67,11 +67,12 @@ func holdersNode(env *Env, holder int, drawn cluster.Node) cluster.Node {
 // nodes, as Jepsen's majorities ring does, arranged so that neighbouring
 // clients share exactly one node.
 var partitionMajorities = Fault{
-	Name:    "partition-majorities",
-	Drawing: history.Drawing{Colour: color.NRGBA{R: 70, G: 75, B: 225, A: 70}, Legend: "a majority each"},
-	Summary: "each client reaches only its own ring majority of the nodes, for 2-4 TTLs",
-	Needs:   onlyMajorities,
-	Options: []options.Spec{forOpt("2-4 TTLs")},
+	Name:            "partition-majorities",
+	CutsClientLinks: true,
+	Drawing:         history.Drawing{Colour: color.NRGBA{R: 70, G: 75, B: 225, A: 70}, Legend: "a majority each"},
+	Summary:         "each client reaches only its own ring majority of the nodes, for 2-4 TTLs",
+	Needs:           onlyMajorities,
+	Options:         []options.Spec{forOpt("2-4 TTLs")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		hold := hold(opts, rng, 2*env.TTL, 4*env.TTL)
 		var links []*Link
@@ -101,10 +102,11 @@ var partitionMajorities = Fault{
 // partitionMinority cuts some clients off from a minority of the nodes; a
 // majority still decides.
 var partitionMinority = Fault{
-	Name:    "partition-minority",
-	Drawing: history.Drawing{Colour: color.NRGBA{R: 40, G: 65, B: 140, A: 70}, Legend: "a minority lost"},
-	Summary: "some clients lose a minority of the nodes for 1-2 TTLs",
-	Needs:   onlyMajorities,
+	Name:            "partition-minority",
+	CutsClientLinks: true,
+	Drawing:         history.Drawing{Colour: color.NRGBA{R: 40, G: 65, B: 140, A: 70}, Legend: "a minority lost"},
+	Summary:         "some clients lose a minority of the nodes for 1-2 TTLs",
+	Needs:           onlyMajorities,
 	Options: []options.Spec{forOpt("1-2 TTLs"), clientsOpt,
 		{Name: optLost, Kind: options.Word, Arg: "NAME/NAME", Summary: "the nodes they lose, joined by / (default: drawn, a minority)"}},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {

@@ -68,12 +68,13 @@ func primaryTarget(env *Env, p cluster.Node) history.Facts {
 // of some clients; the other clients still reach it and keep being granted
 // locks that never replicate while the topology promotes a replica.
 var partitionPrimary = Fault{
-	Name:    "partition-primary",
-	Drawing: history.Drawing{Colour: color.NRGBA{R: 110, G: 40, B: 80, A: 70}, Legend: "primary cut off"},
-	Scored:  []Scorecard{ScoreCluster},
-	Summary: "cut the lock's primary off from its replicas, its monitors (sentinels; a cluster's bus) and some clients for 5-7 s",
-	Needs:   withFailoverOf,
-	Waits:   true,
+	Name:            "partition-primary",
+	CutsClientLinks: true,
+	Drawing:         history.Drawing{Colour: color.NRGBA{R: 110, G: 40, B: 80, A: 70}, Legend: "primary cut off"},
+	Scored:          []Scorecard{ScoreCluster},
+	Summary:         "cut the lock's primary off from its replicas, its monitors (sentinels; a cluster's bus) and some clients for 5-7 s",
+	Needs:           withFailoverOf,
+	Waits:           true,
 	Options: []options.Spec{failoverFor, clientsOpt, {Name: optAt, Kind: options.Choice, Choices: []string{atRelease, atGrant},
 		Summary: "release: shortly before the holder releases (default); grant: as soon as a client holds the lock"}},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
@@ -182,11 +183,12 @@ func awaitBeforeRelease(ctx context.Context, env *Env) (int, *history.AfterGrant
 // primary, so both sides grant the lock until the partition heals and the
 // old primary is demoted.
 var splitBrain = Fault{
-	Name:    "split-brain",
-	Drawing: history.Drawing{Colour: color.NRGBA{R: 195, G: 65, B: 225, A: 70}, Legend: "primary's side split off"},
-	Summary: "partition the lock's primary and some clients from the replicas, monitors (sentinels; a cluster's bus) and other clients for 5-7 s",
-	Needs:   withFailoverOf,
-	Options: []options.Spec{failoverFor, clientsOpt},
+	Name:            "split-brain",
+	CutsClientLinks: true,
+	Drawing:         history.Drawing{Colour: color.NRGBA{R: 195, G: 65, B: 225, A: 70}, Legend: "primary's side split off"},
+	Summary:         "partition the lock's primary and some clients from the replicas, monitors (sentinels; a cluster's bus) and other clients for 5-7 s",
+	Needs:           withFailoverOf,
+	Options:         []options.Spec{failoverFor, clientsOpt},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		p, err := primary(ctx, env)
 		if err != nil {

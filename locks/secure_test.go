@@ -32,7 +32,7 @@ func startSecureNode(t *testing.T) (*cluster.Cluster, access.Access) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	a, err := c.ConnectClient(0)
+	a, err := c.ConnectClient(0, false)
 	if err != nil {
 		t.Fatal(err)
 	}

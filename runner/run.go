@@ -280,9 +280,11 @@ func startRig(ctx context.Context, plan scenario.Plan, opt Options, dir string, 
 	topologyStarted()
 	// Slot Clients is the closing liveness check's own client. Every client
 	// reaches every node and sentinel through links of its own.
+	// A run that cuts no client's link connects its clients directly.
+	direct := !clientsCut(plan)
 	hellos := make([]workloads.Hello, spec.Clients+1)
 	for slot := range hellos {
-		a, err := cl.ConnectClient(slot)
+		a, err := cl.ConnectClient(slot, direct)
 		if err != nil {
 			return r, err
 		}
@@ -307,7 +309,8 @@ func startRig(ctx context.Context, plan scenario.Plan, opt Options, dir string, 
 	}
 	r.stopWork = sync.OnceValue(r.work.Stop)
 	r.env = &faults.Env{Cluster: cl, Net: r.net, Clients: r.work, Rec: rec, NumClients: spec.Clients,
-		TTL: spec.TTL.D(), Hold: spec.Hold.D(), Key: plan.FaultKey, Log: logf}
+		TTL: spec.TTL.D(), Hold: spec.Hold.D(), Key: plan.FaultKey, Log: logf,
+		ClientsDirect: direct, Undeclared: &faults.Undeclared{}}
 	if reuse != nil {
 		if r.kept == nil {
 			r.kept = &keptTopology{cl: cl, net: r.net, dir: dir, runs: 1}
@@ -410,7 +413,7 @@ func drive(ctx context.Context, plan scenario.Plan, opt Options, dir string, rec
 	if len(plan.Steps) > 0 {
 		logf("following a schedule of %d faults", len(plan.Steps))
 	}
-	nemesisErr := sched.Run(nctx, r.env)
+	nemesisErr := errors.Join(sched.Run(nctx, r.env), r.env.Undeclared.Err())
 	<-nctx.Done()
 
 	r.net.HealAll()
@@ -482,4 +485,19 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// clientsCut reports whether a fault the run may inject, from its nemesis
+// or its schedule, cuts or slows the clients' links: its clients must then
+// reach the nodes through them.
+func clientsCut(plan scenario.Plan) bool {
+	if plan.Nemesis.CutsClientLinks() {
+		return true
+	}
+	for _, st := range plan.Steps {
+		if st.Injection.CutsClientLinks {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	mathrand "math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,9 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/options"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/runner/runtest"
@@ -395,6 +398,43 @@ func TestInterruptStopsEverything(t *testing.T) {
 	}
 	if res.Valid == checker.Valid {
 		t.Errorf("an interrupted run was called valid")
+	}
+}
+
+// A run whose faults cut no client's link connects its clients straight to
+// the nodes; a fault that cuts them all the same without declaring it would
+// cut nothing, so the run is a harness error naming it. Declared, the same
+// fault finds every client's links.
+func TestClientsGoDirectUnlessAFaultCutsTheirLinks(t *testing.T) {
+	needRedis(t)
+	t.Cleanup(proc.KillAll)
+	var found atomic.Int32
+	cut := func(declared bool) faults.Fault {
+		return faults.Fault{Name: "test-cut", Summary: "a fault of this test", CutsClientLinks: declared,
+			Run: func(ctx context.Context, env *faults.Env, _ *mathrand.Rand, _ options.Values) error {
+				end := env.Begin(history.Facts{Clients: []int{0}}, "links looked up")
+				found.Store(int32(len(env.ClientLinks(0))))
+				end("done")
+				<-ctx.Done()
+				return nil
+			}}
+	}
+	for _, declared := range []bool{false, true} {
+		saved := faults.Registry
+		faults.Registry = append(slices.Clone(saved), cut(declared))
+		found.Store(-1)
+		_, err := RunSpec(context.Background(), spec("cad", "test-cut", 2*time.Second, 1), Options{Store: t.TempDir(), WorkerBin: workerBin})
+		faults.Registry = saved
+		switch {
+		case !declared && (err == nil || !strings.Contains(err.Error(), "fault test-cut acts on the clients' links but does not declare CutsClientLinks")):
+			t.Errorf("an undeclared cut of direct clients' links: %v", err)
+		case !declared && found.Load() != 0:
+			t.Errorf("direct clients have %d links", found.Load())
+		case declared && err != nil:
+			t.Errorf("a declared cut: %v", err)
+		case declared && found.Load() < 1:
+			t.Errorf("a fault that declares it cuts the clients' links found %d of client 0's", found.Load())
+		}
 	}
 }
 

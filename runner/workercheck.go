@@ -147,7 +147,7 @@ func checkOnTopology(ctx context.Context, commandLine, topology string, db *data
 	if err := cl.Start(ctx, filepath.Join(dir, "nodes"), network.Proxy); err != nil {
 		return nil, err
 	}
-	access, err := cl.ConnectClient(0)
+	access, err := cl.ConnectClient(0, false)
 	if err != nil {
 		return nil, err
 	}
