@@ -452,8 +452,18 @@ func TestRueidislockExtendsItself(t *testing.T) {
 			ops := rec.snapshot()
 			checkPaired(t, ops)
 			// 975 ms at one extend per 150 ms; with several keys, one
-			// extend of the lease may wait for the next round.
-			if n := rec.count("extend", "ok"); n < 3 || rec.count("extend", "invoke") > n+1 {
+			// extend of the lease may wait for the next round. With
+			// several keys, an extend of a majority while another key
+			// still reaches further (its last round landed late, as a
+			// loaded machine makes it) is rightly unknown: the lease may
+			// last longer than the extend says. Nothing else may be.
+			further := 0
+			for _, op := range ops {
+				if op.F == "extend" && op.Outcome == "info" && op.Err != nil && strings.Contains(op.Err.Error(), "some reach further than this extend's ttl") {
+					further++
+				}
+			}
+			if n := rec.count("extend", "ok"); n < 3 || rec.count("extend", "invoke") > n+1+further {
 				t.Fatalf("%d extends ok in %v with validity %v: %+v", n, 3*validity, validity, ops)
 			}
 			if rec.count("extend", "fail") != 0 || rec.count(OpLost, "ok") != 0 || rec.count("release", "invoke") != 0 {
