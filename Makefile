@@ -10,7 +10,7 @@ IMAGE ?= lockharness/redis:local
 COMMIT  := $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/lockharness/lockharness/internal/version.commit=$(COMMIT)
 
-.PHONY: setup deps build example docker-image docker-clean test test-times test-short fuzz testdata mutants lint bench bench-check bench-ops bench-explore regressions repro-failover repro suite suite-full report serve clean
+.PHONY: setup deps build example docker-image docker-clean test test-times test-short fuzz testdata mutants lint bench bench-check bench-soak bench-ops bench-explore regressions repro-failover repro suite suite-full report serve clean
 
 ## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
 setup: deps build
@@ -89,9 +89,13 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## bench: every speed figure in one table beside its goal: the pipeline against redis-benchmark, `harness check` on BENCH_OPS operations (default "1000000 10000000") under /usr/bin/time -v, each topology's time to its first operation, the failover repros' medians and explore's runs a minute (BENCH_EXPLORE per topology, default 60s; 0 skips it)
+## bench: every speed figure in one table beside its goal: the pipeline against redis-benchmark, `harness check` on BENCH_OPS operations (default "1000000 10000000") under /usr/bin/time -v, each topology's time to its first operation, the failover repros' medians and explore's runs a minute (BENCH_EXPLORE per topology, default 60s; 0 skips it) and, with BENCH_SOAK=10m, the soak
 bench: build
-	BENCH_OPS="$(or $(BENCH_OPS),1000000 10000000)" BENCH_EXPLORE=$(or $(BENCH_EXPLORE),60s) bench/all.sh
+	BENCH_OPS="$(or $(BENCH_OPS),1000000 10000000)" BENCH_EXPLORE=$(or $(BENCH_EXPLORE),60s) BENCH_SOAK=$(or $(BENCH_SOAK),0) bench/all.sh
+
+## bench-soak: one run of 10 clients under a mix of faults for SOAK (default 10m): the harness's own peak RSS, the history's size, and how long harness report takes to render it again
+bench-soak: build
+	bench/soak.sh $(or $(SOAK),10m)
 
 ## bench-check: the checker's Go benchmarks, then `harness check` on BENCH_OPS operations (default 1000000) under /usr/bin/time -v
 bench-check: build
