@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -109,5 +110,51 @@ func TestRecorderWatchSeesEachEventInOrderUntilStopped(t *testing.T) {
 	rec.Record(Event{Type: OK, F: Release})
 	if len(seen) != 2 || seen[0] != 1 || seen[1] != 2 {
 		t.Errorf("the watch saw events %v, want [1 2]: those recorded while it watched, in order", seen)
+	}
+}
+
+// writes records each Write the recorder makes.
+type writes struct {
+	mu    sync.Mutex
+	calls [][]byte
+}
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls = append(w.calls, append([]byte(nil), p...))
+	return len(p), nil
+}
+
+// The recorder writes whole lines in batches, not a write per event, and
+// everything recorded before Close is written by it; nothing after.
+func TestRecorderWritesWholeLinesInBatches(t *testing.T) {
+	var w writes
+	r := NewRecorder(&w)
+	for i := range 2000 {
+		r.Record(Event{Type: Invoke, Process: Process(i), F: Acquire, Key: "lock:orders", Token: fmt.Sprintf("t%d", i), TTLMs: 2000})
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.Record(Event{Type: OK, Process: 0, F: Acquire, Key: "lock:orders", Token: "late"})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.calls) == 0 || len(w.calls) > 200 {
+		t.Fatalf("%d writes for 2000 events", len(w.calls))
+	}
+	var all []byte
+	for i, c := range w.calls {
+		if len(c) == 0 || c[len(c)-1] != '\n' {
+			t.Fatalf("write %d does not end a line: %q", i, c[max(0, len(c)-40):])
+		}
+		all = append(all, c...)
+	}
+	got, err := Decode(bytes.NewReader(all))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2000 || got[1999].Token != "t1999" {
+		t.Fatalf("read %d events back, the last %+v", len(got), got[len(got)-1])
 	}
 }

@@ -16,7 +16,7 @@ type Recorder struct {
 	events []Event
 	err    error
 	// pending are the lines not yet written: whole lines, written together
-	// every writeEvery or once they pass writeAt, and at Close.
+	// every writeInterval or once they reach writeAt bytes, and at Close.
 	pending []byte
 	closed  chan struct{}
 	wrote   chan struct{}
@@ -29,7 +29,7 @@ type Recorder struct {
 // NewRecorder starts the clock and writes every event to w as a JSON line.
 // w may be nil to keep the history in memory only.
 // Lines are written in batches, never torn: a harness that dies loses at
-// most writeEvery of its history, and a run spends one write on hundreds of
+// most writeInterval of its history, and a run spends one write on hundreds of
 // events instead of one each (issue 34's profile: a write per event cost
 // the recorder a system call per event).
 func NewRecorder(w io.Writer) *Recorder {
@@ -56,14 +56,13 @@ func (r *Recorder) writeEvery() {
 		select {
 		case <-tick.C:
 		case <-r.closed:
-			r.mu.Lock()
-			r.write()
-			r.mu.Unlock()
-			return
 		}
 		r.mu.Lock()
 		r.write()
 		r.mu.Unlock()
+		if r.isClosed() {
+			return
+		}
 	}
 }
 
