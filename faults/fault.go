@@ -221,9 +221,14 @@ type Nemesis []Group
 // needs a failover): a topology it ran on may not start the next run as
 // planned.
 func (n Nemesis) MovesRoles() bool {
+	return n.any(func(f Fault) bool { return slices.Contains(f.Needs, cluster.Failover) })
+}
+
+// any reports whether a fault of the list has the trait.
+func (n Nemesis) any(trait func(Fault) bool) bool {
 	for _, g := range n {
 		for _, in := range g {
-			if slices.Contains(in.Needs, cluster.Failover) {
+			if trait(in.Fault) {
 				return true
 			}
 		}
@@ -269,28 +274,13 @@ func (n Nemesis) WithOption(fault, key, value string) Nemesis {
 
 // NeedsClock reports whether any fault moves clocks, so that the cluster
 // must be started with cluster.Spec.Clock.
-func (n Nemesis) NeedsClock() bool {
-	for _, g := range n {
-		for _, in := range g {
-			if in.NeedsClock {
-				return true
-			}
-		}
-	}
-	return false
-}
+func (n Nemesis) NeedsClock() bool { return n.any(func(f Fault) bool { return f.NeedsClock }) }
 
 // CutsClientLinks reports whether a fault of the list cuts or slows the
-// clients' links, which the clients must then reach the nodes through.
+// clients' links, which the clients must then reach the nodes through. A
+// schedule's faults are its plan's nemesis, so this covers them too.
 func (n Nemesis) CutsClientLinks() bool {
-	for _, g := range n {
-		for _, in := range g {
-			if in.CutsClientLinks {
-				return true
-			}
-		}
-	}
-	return false
+	return n.any(func(f Fault) bool { return f.CutsClientLinks })
 }
 
 // NeedsDatabase reports whether any fault acts on the links to a real
@@ -605,9 +595,9 @@ func (u *Undeclared) Err() error {
 	return fmt.Errorf("fault %s acts on the clients' links but does not declare CutsClientLinks: the clients of this run reached the nodes directly, so it cut nothing", strings.Join(u.names, ", "))
 }
 
-// direct notes a fault that asked for a client's links where there are
-// none, and reports whether the clients are direct.
-func (e *Env) direct() bool {
+// noClientLinks reports whether the clients are direct, and then notes the
+// fault asking for their links as undeclared.
+func (e *Env) noClientLinks() bool {
 	if !e.ClientsDirect {
 		return false
 	}
@@ -623,7 +613,7 @@ func (e *Env) direct() bool {
 
 // ClientLinks are client slot's links to every node and sentinel.
 func (e *Env) ClientLinks(slot int) []*Link {
-	if e.direct() {
+	if e.noClientLinks() {
 		return nil
 	}
 	var out []*Link
@@ -645,7 +635,7 @@ func (e *Env) DatabaseLink(slot int) *Link { return e.Net.Get(DatabaseLinkName(s
 
 // ClientLink is client slot's link to one node.
 func (e *Env) ClientLink(slot int, node string) *Link {
-	if e.direct() {
+	if e.noClientLinks() {
 		return nil
 	}
 	return e.Net.Get(e.Cluster.ClientLink(slot, node))

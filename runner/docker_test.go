@@ -101,12 +101,12 @@ func TestDockerRestartAOFAlways(t *testing.T) {
 func TestDockerInterruptRemovesContainers(t *testing.T) {
 	needRedis(t)
 	t.Cleanup(proc.KillAll)
-	interrupt := func(t *testing.T, phase string, after time.Duration) (Outcome, error) {
+	interrupt := func(t *testing.T, line string, after time.Duration) (Outcome, error) {
 		s := onDocker(t, spec("cad", "pause-node", 60*time.Second, 1))
 		s.Topology = "sentinel"
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		progress := &cancelAfterLine{prefix: phase, after: after, cancel: cancel}
+		progress := &cancelAfterLine{line: line, after: after, cancel: cancel}
 		return RunSpec(ctx, s, Options{Store: t.TempDir(), WorkerBin: workerBin, Progress: progress})
 	}
 	t.Run("while-starting", func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestDockerInterruptRemovesContainers(t *testing.T) {
 		}
 	})
 	t.Run("while-running", func(t *testing.T) {
-		out, err := interrupt(t, "", 3*time.Second)
+		out, err := interrupt(t, clientsRunning, 3*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -281,7 +281,7 @@ func startRig(ctx context.Context, plan scenario.Plan, opt Options, dir string, 
 	// Slot Clients is the closing liveness check's own client. Every client
 	// reaches every node and sentinel through links of its own.
 	// A run that cuts no client's link connects its clients directly.
-	direct := !clientsCut(plan)
+	direct := !plan.Nemesis.CutsClientLinks()
 	hellos := make([]workloads.Hello, spec.Clients+1)
 	for slot := range hellos {
 		a, err := cl.ConnectClient(slot, direct)
@@ -485,19 +485,4 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
-}
-
-// clientsCut reports whether a fault the run may inject, from its nemesis
-// or its schedule, cuts or slows the clients' links: its clients must then
-// reach the nodes through them.
-func clientsCut(plan scenario.Plan) bool {
-	if plan.Nemesis.CutsClientLinks() {
-		return true
-	}
-	for _, st := range plan.Steps {
-		if st.Injection.CutsClientLinks {
-			return true
-		}
-	}
-	return false
 }

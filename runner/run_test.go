@@ -381,7 +381,7 @@ func TestInterruptStopsEverything(t *testing.T) {
 	t.Cleanup(proc.KillAll)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	progress := &cancelAfterLine{after: time.Second, cancel: cancel}
+	progress := &cancelAfterLine{line: clientsRunning, after: time.Second, cancel: cancel}
 	out, err := RunSpec(ctx, spec("cad", "pause-client", 60*time.Second, 1), Options{Store: t.TempDir(), WorkerBin: workerBin, Progress: progress})
 	if err != nil {
 		t.Fatal(err)
@@ -438,15 +438,18 @@ func TestClientsGoDirectUnlessAFaultCutsTheirLinks(t *testing.T) {
 	}
 }
 
-// cancelAfterLine is a run's progress that cancels it a while after the first
-// line that starts with prefix; an empty prefix waits for the clients to run.
+// cancelAfterLine is a run's progress that cancels it a while after the
+// first line that contains line.
 type cancelAfterLine struct {
-	prefix string
+	line   string
 	after  time.Duration
 	cancel func()
 	once   sync.Once
 	at     atomic.Pointer[time.Time]
 }
+
+// clientsRunning is in the progress line that says the clients started.
+const clientsRunning = " clients running "
 
 // sinceCancel is how long ago the run was cancelled (0 if it never was).
 func (c *cancelAfterLine) sinceCancel() time.Duration {
@@ -457,12 +460,7 @@ func (c *cancelAfterLine) sinceCancel() time.Duration {
 }
 
 func (c *cancelAfterLine) Write(p []byte) (int, error) {
-	line := string(p)
-	hit := strings.HasPrefix(line, c.prefix)
-	if c.prefix == "" {
-		hit = strings.Contains(line, " clients running ")
-	}
-	if hit {
+	if strings.Contains(string(p), c.line) {
 		c.once.Do(func() {
 			time.AfterFunc(c.after, func() {
 				now := time.Now()
