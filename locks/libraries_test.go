@@ -459,7 +459,7 @@ func TestRueidislockExtendsItself(t *testing.T) {
 			// last longer than the extend says. Nothing else may be.
 			further := 0
 			for _, op := range ops {
-				if op.F == "extend" && op.Outcome == "info" && op.Err != nil && strings.Contains(op.Err.Error(), "some reach further than this extend's ttl") {
+				if op.F == "extend" && op.Outcome == "info" && errors.Is(op.Err, errReachesFurther) {
 					further++
 				}
 			}

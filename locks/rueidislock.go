@@ -275,6 +275,11 @@ func (l *rueidislockLock) Acquire(ctx context.Context, key, token string, ttl ti
 	return lease, nil
 }
 
+// errReachesFurther is an extend of a majority of the keys while another
+// key still expires later than it asks: how long the lease lasts is not
+// what the extend says.
+var errReachesFurther = errors.New("rueidislock extended a majority of its keys, but some reach further than this extend's ttl: reported unknown")
+
 // errLost is the reason reported with a lost op: the library cancelled the
 // lock's context without being asked to.
 var errLost = errors.New("rueidislock cancelled the lock context: it no longer holds a majority of its keys")
@@ -802,7 +807,7 @@ func (h *rueidisHeld) settle() {
 	n := h.majority
 	if e.ok >= n {
 		if h.upper().After(time.Now().Add(e.ttl + time.Millisecond)) {
-			h.completeExtend("info", errors.New("rueidislock extended a majority of its keys, but some reach further than this extend's ttl: reported unknown"))
+			h.completeExtend("info", errReachesFurther)
 		} else {
 			h.completeExtend("ok", nil)
 		}
