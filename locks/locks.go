@@ -415,6 +415,12 @@ func serviceOf(c redis.UniversalClient) service {
 	return service{}
 }
 
+// noDialBreaker is a pool size a run's failed dials in a row reach only
+// after half a minute of a node refusing every few tens of milliseconds
+// (a client's backoff between attempts); go-redis keeps a slice of that
+// many idle connections' pointers per node, 8 KB.
+const noDialBreaker = 1024
+
 // clientOptions are the client options of the target, for any kind of client:
 // a single node's (the first of Nodes), a sentinel target's (its sentinels
 // given by the caller) or a cluster's (its seeds given by the caller).
@@ -454,11 +460,18 @@ func clientOptions(t access.Access, opTimeout time.Duration) *redis.UniversalOpt
 		DialTimeout:           opTimeout,
 		ReadTimeout:           opTimeout,
 		WriteTimeout:          opTimeout,
-		PoolSize:              4,
-		DisableIdentity:       true,
-		Username:              t.Username,
-		Password:              t.Password,
-		TLSConfig:             tlsConfig,
+		// A worker uses a connection or two (a request and a renewal);
+		// the pool is this large because go-redis stops dialing a node
+		// after PoolSize dials in a row failed and then tries once a
+		// second: with 4, a client kept off a restarted node for up to a
+		// second was a double grant the run never saw. Through a proxy
+		// every dial succeeded, so this was hidden until clients went
+		// direct.
+		PoolSize:        noDialBreaker,
+		DisableIdentity: true,
+		Username:        t.Username,
+		Password:        t.Password,
+		TLSConfig:       tlsConfig,
 	}
 	return opts
 }

@@ -333,3 +333,39 @@ func TestSentOnceHidesWhatGoRedisRetries(t *testing.T) {
 		}
 	}
 }
+
+// TestClientReachesARestartedNodeAtOnce: a client whose dials a dead node
+// refused many times in a row dials it again as soon as it is back. With a
+// small pool go-redis stopped dialing after PoolSize failures and tried
+// once a second, so a run's clients stayed off a restarted node, and the
+// double grant it made, for up to a second.
+func TestClientReachesARestartedNodeAtOnce(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed; run `make setup`")
+	}
+	ctx := context.Background()
+	n, err := cluster.StartLocal(ctx, "n1", t.TempDir(), cluster.PersistNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop() })
+	client := NewClient(access.Access{Nodes: []string{n.Addr()}}, time.Second)
+	t.Cleanup(func() { client.Close() })
+	if err := client.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := client.Ping(ctx).Err(); err == nil {
+			t.Fatalf("ping %d reached a killed node", i)
+		}
+	}
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Ping(ctx).Err(); err != nil {
+		t.Errorf("the first ping after the node came back: %v", err)
+	}
+}
