@@ -222,7 +222,13 @@ func (n *DockerNode) create(ctx context.Context, image string) error {
 	}
 	n.clearData()
 	name := fmt.Sprintf("lockharness-%d-%d-%s", os.Getpid(), containerSeq.Add(1), n.name)
-	ctr, err := testcontainers.Run(ctx, image,
+	// An interrupt does not cut the start short: the daemon finishes a
+	// create its client gave up on, after the cluster's removal by label
+	// looked, and that container was left behind. The start ends, and an
+	// interrupted one is an error the caller removes the container on.
+	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), containerStartWithin)
+	defer cancel()
+	ctr, err := testcontainers.Run(runCtx, image,
 		testcontainers.WithLogger(tclog.NewNoopLogger()),
 		testcontainers.WithName(name),
 		// redis-server itself, not the image's entrypoint: official images
@@ -250,8 +256,15 @@ func (n *DockerNode) create(ctx context.Context, image string) error {
 	if err != nil {
 		return fmt.Errorf("node %s: start container of %s: %w", n.name, image, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("node %s: start container of %s: %w", n.name, image, err)
+	}
 	return nil
 }
+
+// containerStartWithin bounds a container's create and start, which an
+// interrupt does not cut short.
+const containerStartWithin = 2 * time.Minute
 
 func (n *DockerNode) containerID() string {
 	n.mu.Lock()

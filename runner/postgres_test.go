@@ -158,7 +158,10 @@ func TestNoPostgresOrphans(t *testing.T) {
 			}
 			defer cmd.Process.Kill()
 			pgid := waitPostgres(t, store)
-			time.Sleep(500 * time.Millisecond) // clients are writing
+			// Clients writing, on any machine's load: the interrupt comes
+			// half a second after the run says its clients started.
+			waitLogLine(t, store, clientsRunning)
+			time.Sleep(500 * time.Millisecond)
 			cmd.Process.Signal(sig)
 			cmd.Wait()
 			deadline := time.Now().Add(10 * time.Second)
@@ -206,6 +209,23 @@ func waitPostgres(t *testing.T, store string) int {
 	}
 	t.Fatal("the run's PostgreSQL never listened")
 	return 0
+}
+
+// waitLogLine waits for a line containing line in the harness.log of the
+// store's run.
+func waitLogLine(t *testing.T, store, line string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		logs, _ := filepath.Glob(filepath.Join(store, "*", "*", "harness.log"))
+		for _, l := range logs {
+			if b, _ := os.ReadFile(l); bytes.Contains(b, []byte(line)) {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the run never logged %q", line)
 }
 
 // pidWithArgs finds the process whose command line has the two arguments
