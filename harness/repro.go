@@ -177,7 +177,7 @@ func catalogNames() []string {
 func anomalyLine(r reports.Results) string {
 	var parts []string
 	for _, name := range checker.AnomalyNames {
-		parts = append(parts, fmt.Sprintf("%s %d", name, r.Anomalies[name]))
+		parts = append(parts, name+" "+reports.AnomalyCount(r, name))
 	}
 	return strings.Join(parts, " ")
 }

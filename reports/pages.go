@@ -275,7 +275,7 @@ func newIndexPage(dir string, res Results, a *analysis, tables *history.Tables) 
 		}
 	}
 	for _, name := range checker.AnomalyNames {
-		kv := keyValue{Key: name, Value: fmt.Sprint(res.Anomalies[name])}
+		kv := keyValue{Key: name, Value: AnomalyCount(res, name)}
 		if n, ok := first[name]; ok {
 			kv.Link = fmt.Sprintf("#anomaly-%d", n)
 		}

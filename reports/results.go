@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
@@ -225,7 +226,7 @@ func assemble(r checker.Result, events []history.Event, meta Meta, opts checker.
 		r.Notes = append(r.Notes, "the run was interrupted before it finished")
 	}
 	if meta.StoppedEarly != "" {
-		r.Notes = append(r.Notes, "the run stopped before its time limit: "+meta.StoppedEarly+" (--stop-on-anomaly); it healed and checked liveness as usual")
+		r.Notes = append(r.Notes, "the run stopped before its time limit: "+meta.StoppedEarly+" (--stop-on-anomaly); it healed, and its liveness was not checked: the closing check is for a run that reaches its end")
 	}
 	spec := meta.Spec
 	if spec == nil {
@@ -288,4 +289,14 @@ func ExpectationOf(scenario, expect string, r Results) Expectation {
 		e.Margins[m.Property] = m.Ms
 	}
 	return e
+}
+
+// AnomalyCount is an anomaly's count as pages and lines show it: a run
+// whose liveness was not checked (it stopped early, or has no closing
+// check) shows stuck-lock as not checked, not as none found.
+func AnomalyCount(r Results, name string) string {
+	if name == checker.StuckLock && r.Checker.Liveness == checker.LivenessNotChecked && r.Anomalies[name] == 0 {
+		return "not checked"
+	}
+	return strconv.Itoa(r.Anomalies[name])
 }

@@ -36,7 +36,7 @@ func Summary(w io.Writer, title, specLine string, res Results, dir string) {
 	tw.Flush()
 	var an []string
 	for _, name := range checker.AnomalyNames {
-		an = append(an, fmt.Sprintf("%s %d", name, res.Anomalies[name]))
+		an = append(an, name+" "+AnomalyCount(res, name))
 	}
 	fmt.Fprintf(w, "  anomalies   %s\n", strings.Join(an, "  "))
 	fmt.Fprintf(w, "  fencing     rejected %d\n", res.Fencing.Rejected)

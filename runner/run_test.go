@@ -120,7 +120,17 @@ func runStopping(t *testing.T, s scenario.Spec, anomalies ...string) Outcome {
 			t.Errorf("run directory lacks %s: %v", f, err)
 		}
 	}
-	t.Logf("%s seed %d: %v liveness=%s", s.DefaultName(), s.Seed, out.Results.Valid, out.Results.Checker.Liveness)
+	// A run stopped early skips the closing liveness check, and says so
+	// where the count of stuck locks would be; any other run checks it.
+	r := out.Results
+	stuck := reports.AnomalyCount(r, checker.StuckLock)
+	switch {
+	case r.StoppedEarly != "" && (r.Checker.Liveness != checker.LivenessNotChecked || stuck != "not checked"):
+		t.Errorf("stopped early (%s), but liveness %s, stuck-lock %s", r.StoppedEarly, r.Checker.Liveness, stuck)
+	case r.StoppedEarly == "" && r.Checker.Liveness == checker.LivenessNotChecked:
+		t.Errorf("ran to its end, but liveness was not checked: %v", r.Checker.Notes)
+	}
+	t.Logf("%s seed %d: %v liveness=%s", s.DefaultName(), s.Seed, r.Valid, r.Checker.Liveness)
 	return out
 }
 

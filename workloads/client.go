@@ -89,8 +89,13 @@ func (e *clientEnv) newProcess() history.Process {
 	return history.Process(e.nextProc.Add(1) - 1)
 }
 
-// start launches a fresh worker, says hello and waits for its ready line.
-func (c *Client) start() error {
+// start launches a fresh worker under the next process number, says hello
+// and waits for its ready line.
+func (c *Client) start() error { return c.startAs(c.env.newProcess()) }
+
+// startAs is start under a process number already taken, so that workers
+// started at once still number as their slots go.
+func (c *Client) startAs(process history.Process) error {
 	cmd := c.env.spawn(c.Slot)
 	cmd.Stderr = c.env.stderr
 	stdin, err := cmd.StdinPipe()
@@ -104,7 +109,7 @@ func (c *Client) start() error {
 	if err := proc.Start(cmd); err != nil {
 		return fmt.Errorf("client %d: start worker: %w", c.Slot, err)
 	}
-	w := &workerProc{cmd: cmd, stdin: stdin, process: c.env.newProcess(), bgOpen: map[bgOp]history.Process{},
+	w := &workerProc{cmd: cmd, stdin: stdin, process: process, bgOpen: map[bgOp]history.Process{},
 		replies: make(chan Message, 1), exited: make(chan struct{}), reaped: make(chan struct{})}
 	ready := make(chan readyLine, 1)
 	go c.read(w, stdout, ready)

@@ -96,16 +96,27 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	m := &Loop{cfg: cfg, res: resource.NewCounter(cfg.Rec, cfg.Fenced), stopping: make(chan struct{}), failed: make(chan struct{}), frozen: map[int]bool{}, holding: map[int]time.Time{}}
 	m.env = &clientEnv{rec: cfg.Rec, spawn: cfg.Spawn, hello: cfg.Hello, replyWithin: cmp.Or(cfg.ReplyWithin, DefaultReplyWithin),
 		stderr: cfg.Stderr, onPaused: m.onPaused}
-	var clients []*Client
-	for i := 0; i < cfg.Clients; i++ {
-		c := &Client{Slot: i, env: m.env}
-		if err := c.start(); err != nil {
-			for _, c := range clients {
-				c.stop()
-			}
-			return nil, err
+	// The workers start at once: a worker is a process that takes tens of
+	// milliseconds to say it is ready, and a run waits for every one
+	// before its first operation.
+	clients := make([]*Client, cfg.Clients)
+	errs := make([]error, cfg.Clients)
+	var started sync.WaitGroup
+	for i := range clients {
+		c, process := &Client{Slot: i, env: m.env}, m.env.newProcess()
+		clients[i] = c
+		started.Add(1)
+		go func() {
+			defer started.Done()
+			errs[i] = c.startAs(process)
+		}()
+	}
+	started.Wait()
+	if err := cmp.Or(errs...); err != nil {
+		for _, c := range clients {
+			c.stop()
 		}
-		clients = append(clients, c)
+		return nil, err
 	}
 	for _, c := range clients {
 		m.wg.Add(1)
@@ -534,16 +545,20 @@ func (m *Loop) notify(waiters *[]chan int, slot int) {
 	}
 }
 
-// FinalAcquire is the closing liveness check: a fresh client in slot
-// Clients (with links of its own) tries to take the lock, every key of it
-// (jobs), until within for each; each one taken it releases. It reports
-// whether every key was taken.
-func (m *Loop) FinalAcquire(within time.Duration) (bool, error) {
+// FinalAcquire is the closing liveness check: after quiet without a
+// client operation, a fresh client in slot Clients (with links of its own)
+// tries to take the lock, every key of it (jobs), until within for each;
+// each one taken it releases. It reports whether every key was taken. The
+// client's worker starts during the quiet, which its start does not break:
+// it sends no lock operation until asked.
+func (m *Loop) FinalAcquire(quiet, within time.Duration) (bool, error) {
+	quietEnds := time.Now().Add(quiet)
 	c := &Client{Slot: m.cfg.Clients, final: true, env: m.env}
 	if err := c.start(); err != nil {
 		return false, err
 	}
 	defer c.stop()
+	time.Sleep(time.Until(quietEnds))
 	keys := m.cfg.Keys
 	if len(keys) == 0 {
 		keys = []string{m.cfg.Key}
