@@ -14,12 +14,13 @@ import (
 // protected write for longer than the TTL: the GC pause of Kleppmann's
 // example. The whole worker stops, lock watchdog included.
 var pauseClient = Fault{
-	Name:    "pause-client",
-	Drawing: history.Drawing{Colour: color.NRGBA{R: 148, G: 103, B: 189, A: 70}, Legend: "holder frozen"},
-	Scored:  []Scorecard{ScoreLibraries, ScoreCluster, ScoreLongHold},
-	Waits:   true,
-	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs",
-	Options: []options.Spec{forOpt("1.5-3 TTLs")},
+	Name:         "pause-client",
+	StopsClients: true,
+	Drawing:      history.Drawing{Colour: color.NRGBA{R: 148, G: 103, B: 189, A: 70}, Legend: "holder frozen"},
+	Scored:       []Scorecard{ScoreLibraries, ScoreCluster, ScoreLongHold},
+	Waits:        true,
+	Summary:      "SIGSTOP a lock holder before its write for 1.5-3 TTLs",
+	Options:      []options.Spec{forOpt("1.5-3 TTLs")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		return freeze(ctx, env, rng, opts, "before-write", false)
 	},
@@ -30,11 +31,12 @@ var pauseClient = Fault{
 // (write, extend) meets a free lock: the shape of redsync's
 // extend-after-expiry.
 var pausePastRelease = Fault{
-	Name:    "pause-past-release",
-	Drawing: history.Drawing{Colour: color.NRGBA{R: 180, G: 155, B: 225, A: 80}, Legend: "holder frozen past a release"},
-	Waits:   true,
-	Summary: "SIGSTOP a lock holder before its write for 1.5-3 TTLs, thawing it just after another client's release",
-	Options: []options.Spec{forOpt("1.5-3 TTLs, then until another client's release")},
+	Name:         "pause-past-release",
+	StopsClients: true,
+	Drawing:      history.Drawing{Colour: color.NRGBA{R: 180, G: 155, B: 225, A: 80}, Legend: "holder frozen past a release"},
+	Waits:        true,
+	Summary:      "SIGSTOP a lock holder before its write for 1.5-3 TTLs, thawing it just after another client's release",
+	Options:      []options.Spec{forOpt("1.5-3 TTLs, then until another client's release")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		return freeze(ctx, env, rng, opts, "before-write", true)
 	},
@@ -44,11 +46,12 @@ var pausePastRelease = Fault{
 // after the nodes answered an acquire, before the validity is computed) for
 // 1.5-3 TTLs: the delayed reply of Kleppmann's example.
 var pauseAcquire = Fault{
-	Name:    "pause-acquire",
-	Drawing: history.Drawing{Colour: color.NRGBA{R: 115, G: 55, B: 195, A: 70}, Legend: "frozen in its recipe"},
-	Waits:   true,
-	Summary: "SIGSTOP a client inside its recipe (redlock: with acquire replies in flight) for 1.5-3 TTLs",
-	Options: []options.Spec{forOpt("1.5-3 TTLs")},
+	Name:         "pause-acquire",
+	StopsClients: true,
+	Drawing:      history.Drawing{Colour: color.NRGBA{R: 115, G: 55, B: 195, A: 70}, Legend: "frozen in its recipe"},
+	Waits:        true,
+	Summary:      "SIGSTOP a client inside its recipe (redlock: with acquire replies in flight) for 1.5-3 TTLs",
+	Options:      []options.Spec{forOpt("1.5-3 TTLs")},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		return freeze(ctx, env, rng, opts, env.Clients.RecipePoint(), false)
 	},
@@ -60,7 +63,7 @@ var pauseAcquire = Fault{
 // that ends first resumes it at once.
 func freeze(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, point string, afterRelease bool) error {
 	hold := hold(opts, rng, scale(env.TTL, 1.5), 3*env.TTL)
-	slot, resume, _, err := env.Clients.Freeze(ctx, point)
+	slot, resume, _, err := env.Freeze(ctx, point)
 	if err != nil {
 		return nil // the run ended before any client got there
 	}
@@ -82,13 +85,14 @@ func freeze(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values, 
 // killClient crashes a client at its recipe's most fragile step; the
 // workload replaces it with a fresh worker.
 var killClient = Fault{
-	Name:    "kill-client",
-	Drawing: history.Drawing{Colour: color.NRGBA{R: 115, G: 40, B: 135, A: 70}, Legend: "client killed"},
-	Waits:   true,
-	Summary: "SIGKILL a client at its recipe's pause point (naive: between SETNX and EXPIRE)",
+	Name:         "kill-client",
+	StopsClients: true,
+	Drawing:      history.Drawing{Colour: color.NRGBA{R: 115, G: 40, B: 135, A: 70}, Legend: "client killed"},
+	Waits:        true,
+	Summary:      "SIGKILL a client at its recipe's pause point (naive: between SETNX and EXPIRE)",
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, _ options.Values) error {
 		point := env.Clients.RecipePoint()
-		slot, _, kill, err := env.Clients.Freeze(ctx, point)
+		slot, _, kill, err := env.Freeze(ctx, point)
 		if err != nil {
 			return nil
 		}

@@ -23,12 +23,13 @@ var delayWrite = Fault{
 	Waits:         true,
 	Summary:       "hold a holder's write to the database up in the network for 1.5-2 TTLs, then heal",
 	NeedsDatabase: true,
+	StopsClients:  true,
 	Options: []options.Spec{
 		{Name: optDelay, Kind: options.Duration, Summary: "how long the write is held up (default 1.5-2 TTLs)"},
 	},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		delay := pinnedDuration(opts, optDelay, func() time.Duration { return between(rng, scale(env.TTL, 1.5), 2*env.TTL) })
-		slot, resume, _, err := env.Clients.Freeze(ctx, "before-write")
+		slot, resume, _, err := env.Freeze(ctx, "before-write")
 		if err != nil {
 			return nil // the run ended before any client got there
 		}

@@ -66,6 +66,11 @@ type Fault struct {
 	// its clients to the nodes directly, through no proxy; a fault that
 	// asks for a client's links there makes the run a harness error.
 	CutsClientLinks bool
+	// StopsClients: the fault freezes or kills a client's worker
+	// (Env.Freeze). A run none of whose faults does runs its built-in
+	// workers inside the harness, which nothing can freeze; a fault that
+	// freezes a client there makes the run a harness error.
+	StopsClients bool
 	// Waits: the fault waits for a moment of the workload (a grant, a
 	// client at a pause point) before it begins, so a replay starts it a
 	// little before the moment it began (Step).
@@ -281,6 +286,12 @@ func (n Nemesis) NeedsClock() bool { return n.any(func(f Fault) bool { return f.
 // schedule's faults are its plan's nemesis, so this covers them too.
 func (n Nemesis) CutsClientLinks() bool {
 	return n.any(func(f Fault) bool { return f.CutsClientLinks })
+}
+
+// StopsClients reports whether a fault of the list freezes or kills a
+// client's worker, which then must be a process of its own.
+func (n Nemesis) StopsClients() bool {
+	return n.any(func(f Fault) bool { return f.StopsClients })
 }
 
 // NeedsDatabase reports whether any fault acts on the links to a real
@@ -503,6 +514,10 @@ type Env struct {
 	// that asked for a client's links all the same; the run is a harness
 	// error, for they cut nothing.
 	ClientsDirect bool
+	// ClientsInside: the clients' workers run inside the harness (no
+	// planned fault StopsClients). Undeclared then collects the faults
+	// that froze a client all the same.
+	ClientsInside bool
 	Undeclared    *Undeclared
 	// running and ran are the name and options of the fault this copy of
 	// the environment runs (Injection.run), recorded with its window.
@@ -578,21 +593,37 @@ func (e *Env) Begin(facts history.Facts, detail string) func(detail string, end 
 	}
 }
 
-// Undeclared are the faults that asked for a client's links in a run whose
-// clients have none (Env.ClientsDirect).
+// Undeclared are the faults that acted on what their run does not have
+// because none of its faults declared it: a client's links when the clients
+// are direct, a client's worker process when the workers are inside the
+// harness.
 type Undeclared struct {
 	mu    sync.Mutex
-	names []string
+	links []string
+	stops []string
 }
 
 // Err names them, or is nil.
 func (u *Undeclared) Err() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if len(u.names) == 0 {
-		return nil
+	var errs []error
+	if len(u.links) > 0 {
+		errs = append(errs, fmt.Errorf("fault %s acts on the clients' links but does not declare CutsClientLinks: the clients of this run reached the nodes directly, so it cut nothing", strings.Join(u.links, ", ")))
 	}
-	return fmt.Errorf("fault %s acts on the clients' links but does not declare CutsClientLinks: the clients of this run reached the nodes directly, so it cut nothing", strings.Join(u.names, ", "))
+	if len(u.stops) > 0 {
+		errs = append(errs, fmt.Errorf("fault %s freezes or kills a client but does not declare StopsClients: the workers of this run ran inside the harness, so it stopped nothing", strings.Join(u.stops, ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+// note adds the running fault to one of e.Undeclared's lists.
+func (e *Env) note(list *[]string) {
+	e.Undeclared.mu.Lock()
+	defer e.Undeclared.mu.Unlock()
+	if !slices.Contains(*list, e.running) {
+		*list = append(*list, e.running)
+	}
 }
 
 // noClientLinks reports whether the clients are direct, and then notes the
@@ -602,13 +633,25 @@ func (e *Env) noClientLinks() bool {
 		return false
 	}
 	if e.Undeclared != nil {
-		e.Undeclared.mu.Lock()
-		if !slices.Contains(e.Undeclared.names, e.running) {
-			e.Undeclared.names = append(e.Undeclared.names, e.running)
-		}
-		e.Undeclared.mu.Unlock()
+		e.note(&e.Undeclared.links)
 	}
 	return true
+}
+
+// errClientsInside is why a client of a run whose workers are inside the
+// harness cannot be frozen.
+var errClientsInside = errors.New("the clients' workers run inside the harness, where nothing can freeze them")
+
+// Freeze is Clients.Freeze, for faults: a run whose workers are inside the
+// harness freezes nothing, and notes the fault as undeclared.
+func (e *Env) Freeze(ctx context.Context, point string) (client int, resume, kill func() error, err error) {
+	if e.ClientsInside {
+		if e.Undeclared != nil {
+			e.note(&e.Undeclared.stops)
+		}
+		return 0, nil, nil, errClientsInside
+	}
+	return e.Clients.Freeze(ctx, point)
 }
 
 // ClientLinks are client slot's links to every node and sentinel.

@@ -168,6 +168,9 @@ func provenancePairs(pr *Provenance) []keyValue {
 	if pr.Topology != "" {
 		kv = append(kv, keyValue{Key: "topology", Value: pr.Topology})
 	}
+	if pr.Workers != "" {
+		kv = append(kv, keyValue{Key: "workers", Value: pr.Workers})
+	}
 	names := make([]string, 0, len(pr.Servers))
 	for n := range pr.Servers {
 		names = append(names, n)

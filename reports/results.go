@@ -79,6 +79,10 @@ type Provenance struct {
 	// Topology is "fresh" for a topology started for the run, or which
 	// earlier run's topology it reused and how that was reset.
 	Topology string `json:"topology,omitempty"`
+	// Workers says where the clients' workers ran: WorkersInside, or
+	// WorkersProcesses (each a process of its own, which a fault may
+	// freeze or kill). Empty in results written before it was recorded.
+	Workers string `json:"workers,omitempty"`
 	// Lock is the lock the run tested, as it named itself.
 	Lock *LockProvenance `json:"lock,omitempty"`
 	// Libraries is the Go library the tested recipe adapts, by module,
@@ -86,6 +90,12 @@ type Provenance struct {
 	// recipe of the harness's own or an exec worker, whose Lock says).
 	Libraries map[string]string `json:"libraries,omitempty"`
 }
+
+// Where a run's workers ran (Provenance.Workers).
+const (
+	WorkersInside    = "inside the harness (no fault stops a client)"
+	WorkersProcesses = "a process per client"
+)
 
 // LockProvenance names the lock under test: a recipe of the harness, a Go
 // library's adapter, or a worker of the team's own (exec) by the name and

@@ -448,6 +448,55 @@ func TestClientsGoDirectUnlessAFaultCutsTheirLinks(t *testing.T) {
 	}
 }
 
+// A run none of whose faults stops a client runs its built-in workers
+// inside the harness, and says so; a fault that freezes a client there
+// without declaring it would freeze nothing, so the run is a harness error
+// naming it. Declared, the same fault freezes a worker process.
+func TestClientsRunInsideUnlessAFaultStopsThem(t *testing.T) {
+	needRedis(t)
+	t.Cleanup(proc.KillAll)
+	var froze atomic.Int32
+	freeze := func(declared bool) faults.Fault {
+		return faults.Fault{Name: "test-freeze", Summary: "a fault of this test", StopsClients: declared, Waits: true,
+			Run: func(ctx context.Context, env *faults.Env, _ *mathrand.Rand, _ options.Values) error {
+				slot, resume, _, err := env.Freeze(ctx, "before-write")
+				if err != nil {
+					return nil
+				}
+				end := env.Begin(history.Facts{Clients: []int{slot}, Frozen: true}, "frozen")
+				froze.Add(1)
+				err = resume()
+				end("resumed")
+				<-ctx.Done()
+				return err
+			}}
+	}
+	for _, declared := range []bool{false, true} {
+		saved := faults.Registry
+		faults.Registry = append(slices.Clone(saved), freeze(declared))
+		froze.Store(0)
+		out, err := RunSpec(context.Background(), spec("cad", "test-freeze", 2*time.Second, 1), Options{Store: t.TempDir(), WorkerBin: workerBin})
+		faults.Registry = saved
+		workers := ""
+		if res, rerr := reports.ReadResults(out.Dir); rerr == nil && res.Provenance != nil {
+			workers = res.Provenance.Workers
+		}
+		switch {
+		case !declared && (err == nil || !strings.Contains(err.Error(), "fault test-freeze freezes or kills a client but does not declare StopsClients")):
+			t.Errorf("an undeclared freeze of workers inside the harness: %v", err)
+		case !declared && (froze.Load() != 0 || workers != reports.WorkersInside):
+			t.Errorf("undeclared: %d clients frozen, workers %q", froze.Load(), workers)
+		case declared && err != nil:
+			t.Errorf("a declared freeze: %v", err)
+		case declared && (froze.Load() < 1 || workers != reports.WorkersProcesses):
+			t.Errorf("declared: %d clients frozen, workers %q", froze.Load(), workers)
+		}
+	}
+	if r := run(t, spec("cad", "none", 2*time.Second, 1)); r.Provenance == nil || r.Provenance.Workers != reports.WorkersInside {
+		t.Errorf("a run without faults: workers %+v", r.Provenance)
+	}
+}
+
 // cancelAfterLine is a run's progress that cancels it a while after the
 // first line that contains line.
 type cancelAfterLine struct {

@@ -61,17 +61,22 @@ type clientEnv struct {
 	// probe: the worker is started only for its ready line; there is no
 	// workload to pause or history to record into.
 	probe bool
+	// inside, when set, runs each worker inside the harness (LoopConfig.Inside).
+	inside *WorkerConfig
 }
 
 type workerProc struct {
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	process history.Process
-	ready   Ready
-	replies chan Message
-	exited  chan struct{} // stdout closed
-	reaped  chan struct{} // process waited for
-	frozen  atomic.Bool
+	// cmd is the worker's process; nil for a worker inside the harness,
+	// which endInside ends instead.
+	cmd       *exec.Cmd
+	endInside func()
+	stdin     io.WriteCloser
+	process   history.Process
+	ready     Ready
+	replies   chan Message
+	exited    chan struct{} // stdout closed
+	reaped    chan struct{} // process waited for
+	frozen    atomic.Bool
 	// fatal is the worker's fatal message, once it sent one.
 	fatal atomic.Pointer[string]
 
@@ -96,36 +101,42 @@ func (c *Client) start() error { return c.startAs(c.env.newProcess()) }
 // startAs is start under a process number already taken, so that workers
 // started at once still number as their slots go.
 func (c *Client) startAs(process history.Process) error {
-	cmd := c.env.spawn(c.Slot)
-	cmd.Stderr = c.env.stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := proc.Start(cmd); err != nil {
-		return fmt.Errorf("client %d: start worker: %w", c.Slot, err)
-	}
-	w := &workerProc{cmd: cmd, stdin: stdin, process: process, bgOpen: map[bgOp]history.Process{},
+	w := &workerProc{process: process, bgOpen: map[bgOp]history.Process{},
 		replies: make(chan Message, 1), exited: make(chan struct{}), reaped: make(chan struct{})}
 	ready := make(chan readyLine, 1)
-	go c.read(w, stdout, ready)
-	go func() {
-		<-w.exited
-		cmd.Wait()
-		proc.Forget(cmd)
-		close(w.reaped)
-	}()
+	name := "inside the harness"
+	if c.env.inside != nil && !c.env.probe {
+		c.startInside(w, ready)
+	} else {
+		cmd := c.env.spawn(c.Slot)
+		cmd.Stderr = c.env.stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := proc.Start(cmd); err != nil {
+			return fmt.Errorf("client %d: start worker: %w", c.Slot, err)
+		}
+		w.cmd, w.stdin, name = cmd, stdin, commandLine(cmd)
+		go c.read(w, stdout, ready)
+		go func() {
+			<-w.exited
+			cmd.Wait()
+			proc.Forget(cmd)
+			close(w.reaped)
+		}()
+	}
 	fail := func(format string, args ...any) error {
-		proc.Kill(cmd)
+		w.kill()
 		<-w.reaped
-		return fmt.Errorf("client %d: worker %s: %s", c.Slot, commandLine(cmd), fmt.Sprintf(format, args...))
+		return fmt.Errorf("client %d: worker %s: %s", c.Slot, name, fmt.Sprintf(format, args...))
 	}
 	line, _ := json.Marshal(c.env.hello(c.Slot))
-	if _, err := stdin.Write(append(line, '\n')); err != nil {
+	if _, err := w.stdin.Write(append(line, '\n')); err != nil {
 		// A program that exits at once (not found, a crash) closes its
 		// stdin before the hello gets there: say that, not the pipe.
 		select {
@@ -155,6 +166,43 @@ func (c *Client) startAs(process history.Process) error {
 	case <-time.After(readyWithin):
 		return fail("no ready line within %v", readyWithin)
 	}
+}
+
+// startInside runs the built-in worker in a goroutine of the harness,
+// speaking the protocol over in-memory pipes: what a process would do,
+// without a process's start or the system calls and switches between
+// processes of every operation. Ending it closes its pipes; a worker
+// inside an operation returns when the operation does (its op timeout).
+func (c *Client) startInside(w *workerProc, ready chan readyLine) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	w.stdin = inW
+	w.endInside = func() {
+		inR.CloseWithError(errEnded)
+		outW.CloseWithError(errEnded)
+	}
+	go c.read(w, outR, ready)
+	go func() {
+		if err := RunWorker(inR, outW, *c.env.inside); err != nil && !errors.Is(err, errEnded) {
+			fmt.Fprintf(c.env.stderr, "client %d: worker: %v\n", c.Slot, err)
+		}
+		w.endInside()
+		<-w.exited
+		close(w.reaped)
+	}()
+}
+
+// errEnded is how a worker inside the harness finds its pipes closed.
+var errEnded = errors.New("the worker was ended")
+
+// kill ends the worker at once: SIGKILL to its process group, or its
+// pipes closed.
+func (w *workerProc) kill() error {
+	if w.cmd == nil {
+		w.endInside()
+		return nil
+	}
+	return proc.Kill(w.cmd)
 }
 
 // readyLine is a worker's first line, or why it is not a ready line.
@@ -293,7 +341,7 @@ func (c *Client) read(w *workerProc, stdout io.Reader, ready chan readyLine) {
 			msg := m.Error
 			w.fatal.Store(&msg)
 			fmt.Fprintf(c.env.stderr, "client %d: the worker cannot go on: %s\n", c.Slot, msg)
-			proc.Kill(w.cmd)
+			w.kill()
 		default:
 			fmt.Fprintf(c.env.stderr, "client %d: worker line of unknown kind %q ignored: %q\n", c.Slot, m.Kind, sc.Text())
 		}
@@ -398,7 +446,7 @@ func (c *Client) call(req Request) Message {
 			if w.frozen.Load() {
 				continue
 			}
-			proc.Kill(w.cmd)
+			w.kill()
 			return Message{Kind: KindReply, Type: history.Info, Error: fmt.Sprintf("worker silent for %v", c.env.replyWithin)}
 		}
 	}
@@ -447,7 +495,16 @@ func (c *Client) stop() {
 	case <-w.exited:
 	case <-time.After(time.Second):
 	}
-	proc.Kill(w.cmd)
+	w.kill()
+	if w.cmd == nil {
+		// A worker inside the harness stuck in a library call cannot be
+		// killed; it is left to return, and the run goes on without it.
+		select {
+		case <-w.reaped:
+		case <-time.After(time.Second):
+		}
+		return
+	}
 	syscall.Kill(w.cmd.Process.Pid, syscall.SIGCONT)
 	<-w.reaped
 }
@@ -483,7 +540,7 @@ func (f frozenWorker) resume() error {
 // kill crashes the frozen worker; its client records an info and replaces it.
 func (f frozenWorker) kill() error {
 	f.w.frozen.Store(false)
-	err := proc.Kill(f.w.cmd)
+	err := f.w.kill()
 	f.thaw(false)
 	return err
 }

@@ -3,6 +3,7 @@ package workloads
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand"
@@ -53,6 +54,12 @@ type LoopConfig struct {
 	// RecipePoints are the lock recipe's own pause points.
 	RecipePoints []string
 	Spawn        Spawn
+	// Inside, when set, runs each client's worker inside the harness
+	// instead of Spawn's process: the built-in worker with this config,
+	// speaking the protocol over in-memory pipes. Nothing can freeze such
+	// a worker (Freeze refuses), so only a run none of whose faults
+	// stops a client may set it.
+	Inside *WorkerConfig
 	// Hello is the hello line for a slot's worker.
 	Hello func(slot int) Hello
 	// ReplyWithin is how long a reply may take (0: DefaultReplyWithin).
@@ -94,7 +101,7 @@ type freezeArm struct {
 // StartLoop starts one worker per client and their loops.
 func StartLoop(cfg LoopConfig) (*Loop, error) {
 	m := &Loop{cfg: cfg, res: resource.NewCounter(cfg.Rec, cfg.Fenced), stopping: make(chan struct{}), failed: make(chan struct{}), frozen: map[int]bool{}, holding: map[int]time.Time{}}
-	m.env = &clientEnv{rec: cfg.Rec, spawn: cfg.Spawn, hello: cfg.Hello, replyWithin: cmp.Or(cfg.ReplyWithin, DefaultReplyWithin),
+	m.env = &clientEnv{rec: cfg.Rec, spawn: cfg.Spawn, hello: cfg.Hello, replyWithin: cmp.Or(cfg.ReplyWithin, DefaultReplyWithin), inside: cfg.Inside,
 		stderr: cfg.Stderr, onPaused: m.onPaused}
 	// The workers start at once: a worker is a process that takes tens of
 	// milliseconds to say it is ready, and a run waits for every one
@@ -423,6 +430,9 @@ func (m *Loop) onPaused(c *Client, w *workerProc, point string) {
 // Freeze waits until a client stops at the pause point and returns its slot
 // and how to resume or kill it.
 func (m *Loop) Freeze(ctx context.Context, point string) (client int, resume, kill func() error, err error) {
+	if m.cfg.Inside != nil {
+		return 0, nil, nil, errors.New("the workers run inside the harness, where nothing can freeze them")
+	}
 	arm := &freezeArm{point: point, got: make(chan frozenWorker, 1)}
 	m.mu.Lock()
 	m.arms = append(m.arms, arm)

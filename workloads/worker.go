@@ -29,6 +29,9 @@ import (
 // service is comes in the hello line.
 type WorkerConfig struct {
 	Lock string
+	// Inside: the worker runs inside the harness (LoopConfig.Inside), whose
+	// process a pause point must never stop.
+	Inside bool
 }
 
 // worker executes requests one at a time, as a client process would.
@@ -39,6 +42,7 @@ type worker struct {
 	recipe string
 	leases map[string]locks.Lease
 	armed  map[string]bool
+	inside bool
 	client int
 	// db writes the protected writes when the resource is a database, as
 	// the workload's tables say.
@@ -66,7 +70,7 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 	if hello.Protocol != Protocol {
 		return fmt.Errorf("worker: the harness speaks protocol %d; this worker speaks %d", hello.Protocol, Protocol)
 	}
-	w := &worker{out: json.NewEncoder(out), leases: map[string]locks.Lease{}, recipe: lock.Name}
+	w := &worker{out: json.NewEncoder(out), leases: map[string]locks.Lease{}, recipe: lock.Name, inside: cfg.Inside}
 	renewals := RenewNone
 	if lock.Renews {
 		renewals = RenewReported
@@ -248,6 +252,10 @@ func (w *worker) pausePoint(point string) {
 		return
 	}
 	delete(w.armed, point)
+	if w.inside {
+		w.send(Message{Kind: KindFatal, Error: "pause point " + point + " armed for a worker inside the harness, which must not stop"})
+		return
+	}
 	w.send(Message{Kind: KindPaused, Point: point})
 	stopSelf()
 }
