@@ -543,10 +543,10 @@ func (e *Env) DownIf(wasUp bool, n cluster.Node, from time.Duration) {
 	e.down = append(e.down, history.Outage{Node: n.Name(), From: int64(from), Until: int64(until), Of: len(e.Cluster.NodeNames())})
 }
 
-// Clients is what client faults need from the workload.
+// Clients is what client faults need from the workload. To freeze or
+// kill a client a fault calls Env.Freeze, which a workload offers by
+// freezer: a run whose workers are inside the harness has none to freeze.
 type Clients interface {
-	// Freeze waits for a client to stop at the named pause point.
-	Freeze(ctx context.Context, point string) (client int, resume, kill func() error, err error)
 	// RecipePoint is the recipe's own pause point (naive: between SETNX and
 	// EXPIRE; redlock: with acquire replies in flight), or before-write.
 	RecipePoint() string
@@ -642,8 +642,16 @@ func (e *Env) noClientLinks() bool {
 // harness cannot be frozen.
 var errClientsInside = errors.New("the clients' workers run inside the harness, where nothing can freeze them")
 
-// Freeze is Clients.Freeze, for faults: a run whose workers are inside the
-// harness freezes nothing, and notes the fault as undeclared.
+// freezer is a workload whose clients a fault can freeze.
+type freezer interface {
+	// Freeze waits for a client to stop at the named pause point.
+	Freeze(ctx context.Context, point string) (client int, resume, kill func() error, err error)
+}
+
+// Freeze waits for a client to stop at the named pause point, and returns
+// it with the functions that resume it or kill it. A run whose workers are
+// inside the harness freezes nothing: the fault is noted as undeclared
+// (it does not declare StopsClients), and the run becomes a harness error.
 func (e *Env) Freeze(ctx context.Context, point string) (client int, resume, kill func() error, err error) {
 	if e.ClientsInside {
 		if e.Undeclared != nil {
@@ -651,7 +659,11 @@ func (e *Env) Freeze(ctx context.Context, point string) (client int, resume, kil
 		}
 		return 0, nil, nil, errClientsInside
 	}
-	return e.Clients.Freeze(ctx, point)
+	f, ok := e.Clients.(freezer)
+	if !ok {
+		return 0, nil, nil, errors.New("this workload's clients cannot be frozen")
+	}
+	return f.Freeze(ctx, point)
 }
 
 // ClientLinks are client slot's links to every node and sentinel.

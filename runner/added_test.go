@@ -23,12 +23,13 @@ import (
 // its write for two TTLs and says so in its facts, and declares how the
 // reports draw it.
 var stall = faults.Fault{
-	Name:    "test-stall",
-	Summary: "freeze a client before its write for 2 TTLs (a fault of this test)",
-	Drawing: history.Drawing{Colour: color.NRGBA{R: 140, G: 130, B: 40, A: 70}, Legend: "client stalled"},
-	Waits:   true,
+	Name:         "test-stall",
+	Summary:      "freeze a client before its write for 2 TTLs (a fault of this test)",
+	Drawing:      history.Drawing{Colour: color.NRGBA{R: 140, G: 130, B: 40, A: 70}, Legend: "client stalled"},
+	Waits:        true,
+	StopsClients: true,
 	Run: func(ctx context.Context, env *faults.Env, _ *rand.Rand, _ options.Values) error {
-		slot, resume, _, err := env.Clients.Freeze(ctx, "before-write")
+		slot, resume, _, err := env.Freeze(ctx, "before-write")
 		if err != nil {
 			return nil
 		}
