@@ -2,7 +2,8 @@
 # bench/soak.sh: what a long run costs the harness itself (issue 34, item
 # 4): one run of 10 clients under a mix of faults for SOAK (default 10m),
 # the harness process's own peak RSS (VmHWM, read from /proc while it runs,
-# so its workers and servers are not counted), the history's size, and the
+# so its servers are not counted; its workers are, for no fault of the mix
+# stops a client and they run inside it), the history's size, and the
 # time `harness report` takes to render the run again, with its own peak
 # RSS from /usr/bin/time -v. Usage: bench/soak.sh [DURATION]
 set -eu

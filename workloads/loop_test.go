@@ -1,7 +1,6 @@
 package workloads
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
-	"github.com/lockharness/lockharness/internal/proc"
 )
 
 // TestLoopStartsItsWorkersAtOnce: every worker of a loop is started before
@@ -19,19 +16,7 @@ import (
 // which one started after another's ready would never see), and each
 // client's process is still numbered as its slot.
 func TestLoopStartsItsWorkersAtOnce(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed; run `make setup`")
-	}
-	t.Cleanup(func() {
-		if n := proc.Live(); n != 0 {
-			t.Errorf("%d child processes left running", n)
-		}
-	})
-	n, err := cluster.StartLocal(context.Background(), "n1", t.TempDir(), cluster.PersistNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Stop() })
+	n := testNode(t)
 	const clients = 4
 	started := t.TempDir()
 	// Each worker marks its start, then waits (5 s at most) for all four

@@ -38,19 +38,7 @@ func testClient(t *testing.T, lock string, onPaused func(*Client, *workerProc, s
 // process group's leader.
 func testClientVia(t *testing.T, lock string, viaShell bool, onPaused func(*Client, *workerProc, string)) (*Client, *history.Recorder) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed; run `make setup`")
-	}
-	t.Cleanup(func() {
-		if n := proc.Live(); n != 0 {
-			t.Errorf("%d child processes left running", n)
-		}
-	})
-	n, err := cluster.StartLocal(context.Background(), "n1", t.TempDir(), cluster.PersistNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Stop() })
+	n := testNode(t)
 	rec := history.NewRecorder(nil)
 	env := &clientEnv{rec: rec, stderr: os.Stderr, onPaused: onPaused, replyWithin: DefaultReplyWithin,
 		spawn: func(int) *exec.Cmd {
@@ -70,6 +58,26 @@ func testClientVia(t *testing.T, lock string, viaShell bool, onPaused func(*Clie
 	}
 	t.Cleanup(c.stop)
 	return c, rec
+}
+
+// testNode starts a redis-server for the test, which stops it and wants no
+// child process of the test left running.
+func testNode(t *testing.T) *cluster.LocalNode {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed; run `make setup`")
+	}
+	t.Cleanup(func() {
+		if n := proc.Live(); n != 0 {
+			t.Errorf("%d child processes left running", n)
+		}
+	})
+	n, err := cluster.StartLocal(context.Background(), "n1", t.TempDir(), cluster.PersistNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop() })
+	return n
 }
 
 func TestWorkerProtocol(t *testing.T) {
