@@ -48,7 +48,9 @@ var stall = faults.Fault{
 // addFault registers f for the test, as its registry line would.
 func addFault(t *testing.T, f faults.Fault) {
 	saved := faults.Registry
-	faults.Registry = append(slices.Clone(saved), f)
+	// A second fault of the same name in one test takes the first's place.
+	others := slices.DeleteFunc(slices.Clone(saved), func(g faults.Fault) bool { return g.Name == f.Name })
+	faults.Registry = append(others, f)
 	t.Cleanup(func() { faults.Registry = saved })
 }
 

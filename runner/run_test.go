@@ -430,11 +430,9 @@ func TestClientsGoDirectUnlessAFaultCutsTheirLinks(t *testing.T) {
 			}}
 	}
 	for _, declared := range []bool{false, true} {
-		saved := faults.Registry
-		faults.Registry = append(slices.Clone(saved), cut(declared))
+		addFault(t, cut(declared))
 		found.Store(-1)
 		_, err := RunSpec(context.Background(), spec("cad", "test-cut", 2*time.Second, 1), Options{Store: t.TempDir(), WorkerBin: workerBin})
-		faults.Registry = saved
 		switch {
 		case !declared && (err == nil || !strings.Contains(err.Error(), "fault test-cut acts on the clients' links but does not declare CutsClientLinks")):
 			t.Errorf("an undeclared cut of direct clients' links: %v", err)
@@ -472,11 +470,9 @@ func TestClientsRunInsideUnlessAFaultStopsThem(t *testing.T) {
 			}}
 	}
 	for _, declared := range []bool{false, true} {
-		saved := faults.Registry
-		faults.Registry = append(slices.Clone(saved), freeze(declared))
+		addFault(t, freeze(declared))
 		froze.Store(0)
 		out, err := RunSpec(context.Background(), spec("cad", "test-freeze", 2*time.Second, 1), Options{Store: t.TempDir(), WorkerBin: workerBin})
-		faults.Registry = saved
 		workers := ""
 		if res, rerr := reports.ReadResults(out.Dir); rerr == nil && res.Provenance != nil {
 			workers = res.Provenance.Workers
