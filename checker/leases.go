@@ -89,9 +89,9 @@ type foreignUse struct {
 // none renews by the acquire's ttl.
 func extendTTL(ext, acq *history.Op) int64 {
 	if ext.TTLMs > 0 {
-		return ext.TTLNs
+		return ext.TTLNs()
 	}
-	return acq.TTLNs
+	return acq.TTLNs()
 }
 
 // auditLeases finds double grants and foreign releases.
@@ -172,7 +172,7 @@ func (c *checker) auditLeases() {
 // if the lease may still have been live when it was invoked; a later one
 // cannot have extended this lease, so it is foreign if it succeeded.
 func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, foreign *[]foreignUse) lease {
-	ttl := acq.TTLNs
+	ttl := acq.TTLNs()
 	l := lease{acq: acq, start: acq.DoneT, certEnd: plus(acq.InvT, ttl)}
 	hi := plus(acq.DoneT, ttl) // may be live until here, before slack
 	var hiBy *history.Op

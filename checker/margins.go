@@ -104,7 +104,9 @@ type margin struct {
 	key      string
 	at       int64
 	events   []int
-	says     func() string
+	// says words the closest call; said is its words once settled.
+	says func() string
+	said string
 }
 
 // closer counts a measurement of prop and says whether ns is the closest
@@ -128,8 +130,19 @@ func (c *checker) setMargin(prop string, ns int64, key string, at int64, events 
 	m.ns, m.key, m.at, m.events, m.says = ns, key, at, events, says
 }
 
+// settleMargins words the closest calls now, so that what their words
+// would be drawn from (the leases, which a soak has millions of) can go.
+func (c *checker) settleMargins() {
+	for _, m := range c.margins {
+		if m.says != nil {
+			m.said, m.says = m.says(), nil
+		}
+	}
+}
+
 // marginResults are the closest calls, in report order.
 func (c *checker) marginResults() []Margin {
+	c.settleMargins()
 	var out []Margin
 	for _, prop := range MarginProperties {
 		m := c.margins[prop]
@@ -140,7 +153,7 @@ func (c *checker) marginResults() []Margin {
 		slices.Sort(events)
 		events = slices.Compact(events)
 		out = append(out, Margin{Property: prop, Ms: marginMs(m.ns), Measured: m.measured,
-			Key: m.key, At: math.Round(float64(m.at)/1e6) / 1e3, Events: events, Says: m.says()})
+			Key: m.key, At: math.Round(float64(m.at)/1e6) / 1e3, Events: events, Says: m.said})
 	}
 	return out
 }
@@ -346,7 +359,7 @@ func (c *checker) renewsUnseen(id int32) bool { return c.unseen != nil && c.unse
 
 func (c *checker) replicationMargins(e *history.Event, node string, seen map[int]*history.Event) {
 	c.liveAt(e.Time, func(key string, l *lease) {
-		probe := seen[l.acq.Done]
+		probe := seen[int(l.acq.Done)]
 		if probe == nil || probe.Time > e.Time {
 			return
 		}
@@ -409,7 +422,7 @@ func (c *checker) clockMargins(e *history.Event, end int64, seen map[int]*histor
 			if l.byHorizon || c.renewsUnseen(l.acq.TokenID) || l.start > at || at >= l.certEnd || at > end || l.certEnd == history.Forever {
 				continue
 			}
-			node := c.holdingNode(e.Facts.Nodes, seen[l.acq.Done])
+			node := c.holdingNode(e.Facts.Nodes, seen[int(l.acq.Done)])
 			if node == "" {
 				continue
 			}

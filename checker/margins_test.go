@@ -234,7 +234,7 @@ func TestHeldLongestBeforeIsTheScan(t *testing.T) {
 			for range rng.IntN(12) {
 				start += int64(rng.IntN(3))
 				tok := tokens[rng.IntN(len(tokens))]
-				acq := &history.Op{Key: key, Token: tok}
+				acq := &history.Op{OpKind: &history.OpKind{Key: key}, Token: tok}
 				c.leases[key] = append(c.leases[key], &lease{acq: acq, start: start, certEnd: start + int64(rng.IntN(4))})
 			}
 		}
@@ -248,7 +248,7 @@ func TestHeldLongestBeforeIsTheScan(t *testing.T) {
 			if own.Token == "" {
 				continue
 			}
-			u := &history.Op{Key: key, Token: own.Token, InvT: int64(rng.IntN(30))}
+			u := &history.Op{OpKind: &history.OpKind{Key: key}, Token: own.Token, InvT: int64(rng.IntN(30))}
 			c.lateUses = append(c.lateUses, foreignUse{use: u, acq: own})
 		}
 		got := c.heldLongestBefore()

@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -10,18 +11,44 @@ import (
 // fields win, except where the completion is the authority: an acquire's
 // fence and validity, a write's stored value, the error and the reason.
 type Op struct {
-	F       string
+	// *OpKind is what the operation shares with many others: its
+	// function, key, process and outcome are a pointer to one copy, which
+	// OpsBuilder keeps, so that a soak's millions of operations cost 104
+	// bytes each instead of twice that. It is shared: an operation's
+	// kind is never written through, only replaced (OpsBuilder.kind).
+	*OpKind
+	// Process is not part of the kind: a client takes a new one after
+	// every operation of unknown outcome, and the kinds would multiply.
 	Process Process
-	Client  int
-	Key     string
 	Token   string
 	Fence   int64
 	TTLMs   int64
-	// TTLNs is the lease TTLMs asks for, in nanoseconds (LeaseNs):
-	// Forever for one without expiry.
-	TTLNs   int64
+	// ValidMs: see Event.ValidMs (the acquire's completion says).
 	ValidMs int64
-	Final   bool
+	// Read is the counter value a write read (invoke); Stored the value
+	// the resource kept (ok completion).
+	Read, Stored *int64
+	// Inv and Done are positions in the events slice; Done is -1 while
+	// the operation is unfinished.
+	Inv, Done int32
+	// InvT and DoneT are the invoke's and completion's times (DoneT is 0
+	// while unfinished).
+	InvT, DoneT int64
+	// KeyID and TokenID number the operation's key and its (key, token)
+	// pair densely, in order of first appearance (OpsBuilder.Keys,
+	// OpsBuilder.Tokens), so that a checker can index by them instead of
+	// hashing the strings again at every stage.
+	KeyID, TokenID int32
+}
+
+// OpKind is the part of an operation that few values cover across a
+// whole history: what was done, on which key, by whom, with which lease,
+// and how it ended.
+type OpKind struct {
+	F      string
+	Client int
+	Key    string
+	Final  bool
 	// FenceChecked: see Event.FenceChecked (a write's completion says).
 	FenceChecked bool
 	// Background: see Event.Background (the invoke says).
@@ -35,21 +62,11 @@ type Op struct {
 	// otherwise, and in histories that do not say.
 	Reason string
 	Error  string
-	// Read is the counter value a write read (invoke); Stored the value
-	// the resource kept (ok completion).
-	Read, Stored *int64
-	// Inv and Done are positions in the events slice; Done is -1 while
-	// the operation is unfinished.
-	Inv, Done int
-	// InvT and DoneT are the invoke's and completion's times (DoneT is 0
-	// while unfinished).
-	InvT, DoneT int64
-	// KeyID and TokenID number the operation's key and its (key, token)
-	// pair densely, in order of first appearance (OpsBuilder.Keys,
-	// OpsBuilder.Tokens), so that a checker can index by them instead of
-	// hashing the strings again at every stage.
-	KeyID, TokenID int32
 }
+
+// TTLNs is the lease TTLMs asks for, in nanoseconds (LeaseNs): Forever
+// for one without expiry.
+func (o *Op) TTLNs() int64 { return LeaseNs(o.TTLMs) }
 
 // Finished reports whether the operation completed.
 func (o *Op) Finished() bool { return o.Done >= 0 }
@@ -202,6 +219,8 @@ type OpsBuilder struct {
 	end     int64
 	// n is how many events came: the next one's position.
 	n int
+	// kinds holds one copy of each OpKind the operations point to.
+	kinds kindTable
 }
 
 // recentPair is a client's last (key, token) pair and its number plus one
@@ -214,7 +233,7 @@ type recentPair struct {
 // NewOpsBuilder starts pairing; capacity is a guess at the operations.
 func NewOpsBuilder(capacity int) *OpsBuilder {
 	return &OpsBuilder{ops: make([]Op, 0, capacity), p: newPairing(), keys: make(map[string]int32), lastKeyID: -1,
-		tokens: newTokenTable(capacity)}
+		tokens: newTokenTable(capacity), kinds: newKindTable()}
 }
 
 // number gives o its KeyID and TokenID.
@@ -263,6 +282,10 @@ func (b *OpsBuilder) Add(e *Event) {
 		b.nemesis = append(b.nemesis, *e)
 		return
 	}
+	if pos > math.MaxInt32 {
+		fail(fmt.Errorf("a history of more than %d events is more than an operation can name", math.MaxInt32+1))
+		return
+	}
 	switch e.Type {
 	case Invoke:
 		if err := b.p.invoke(e, len(b.ops)); err != nil {
@@ -270,9 +293,10 @@ func (b *OpsBuilder) Add(e *Event) {
 			// The older one stays unfinished.
 			b.p.set(e.Process, pending{busy: true, op: len(b.ops), f: e.F, index: e.Index})
 		}
-		b.ops = append(b.ops, Op{F: e.F, Process: e.Process, Client: e.Client, Key: e.Key, Token: e.Token,
-			Fence: e.Fence, TTLMs: e.TTLMs, TTLNs: LeaseNs(e.TTLMs), ValidMs: e.ValidMs, Final: e.Final, UnseenRenewals: e.UnseenRenewals, Background: e.Background,
-			Type: Info, Read: e.Value, Inv: pos, Done: -1, InvT: e.Time})
+		kind := b.kinds.of(&OpKind{F: e.F, Client: e.Client, Key: e.Key,
+			Final: e.Final, UnseenRenewals: e.UnseenRenewals, Background: e.Background, Type: Info})
+		b.ops = append(b.ops, Op{OpKind: kind, Process: e.Process, Token: e.Token, Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs,
+			Read: e.Value, Inv: int32(pos), Done: -1, InvT: e.Time})
 		b.number(&b.ops[len(b.ops)-1])
 	case OK, Fail, Info:
 		j, err := b.p.complete(e)
@@ -282,7 +306,7 @@ func (b *OpsBuilder) Add(e *Event) {
 		}
 		o := &b.ops[j]
 		key, token := o.Key, o.Token
-		o.complete(pos, e)
+		o.complete(int32(pos), e, b.kinds.of)
 		if o.Key != key || o.Token != token {
 			// The completion named what the invoke did not.
 			b.number(o)
@@ -321,7 +345,7 @@ func (b *OpsBuilder) Nemesis() []Event { return b.nemesis }
 
 // Done drops what numbering needs, once every event has come: Ops, Keys,
 // Nemesis and End stay.
-func (b *OpsBuilder) Done() { b.keys, b.tokens.slots = nil, nil }
+func (b *OpsBuilder) Done() { b.keys, b.tokens.slots, b.kinds = nil, nil, kindTable{} }
 
 // Keys names the keys by KeyID.
 func (b *OpsBuilder) Keys() []string { return b.keyName }
@@ -332,15 +356,19 @@ func (b *OpsBuilder) Tokens() int { return int(b.tokens.n) }
 // End is the latest event time so far.
 func (b *OpsBuilder) End() int64 { return b.end }
 
-// complete merges the completion at position i into the operation.
-func (o *Op) complete(i int, c *Event) {
-	o.Done, o.DoneT, o.Type = i, c.Time, c.Type
-	o.Final = o.Final || c.Final
-	o.Error, o.Reason = c.Error, c.Reason
-	o.FenceChecked = c.FenceChecked
-	if o.Key == "" {
-		o.Key = c.Key
+// complete merges the completion at position i into the operation, its
+// kind through kind.
+func (o *Op) complete(i int32, c *Event, kind func(*OpKind) *OpKind) {
+	o.Done, o.DoneT = i, c.Time
+	k := *o.OpKind
+	k.Type = c.Type
+	k.Final = k.Final || c.Final
+	k.Error, k.Reason = c.Error, c.Reason
+	k.FenceChecked = c.FenceChecked
+	if k.Key == "" {
+		k.Key = c.Key
 	}
+	o.OpKind = kind(&k)
 	if o.Token == "" {
 		o.Token = c.Token
 	}

@@ -111,3 +111,42 @@ func TestFaultWindows(t *testing.T) {
 		}
 	}
 }
+
+// Operations share one copy of what they have in common (OpKind): a
+// completion must give its operation a new copy, never change the one the
+// others still point to.
+func TestOpsShareTheirKindWithoutSharingItsChanges(t *testing.T) {
+	events := []Event{
+		{Index: 0, Type: Invoke, Process: 0, Client: 0, F: Acquire, Key: "k", Token: "a", TTLMs: 100},
+		{Index: 1, Type: Invoke, Process: 1, Client: 1, F: Acquire, Key: "k", Token: "b", TTLMs: 100},
+		{Index: 2, Type: Invoke, Process: 2, Client: 0, F: Acquire, Key: "k", Token: "c", TTLMs: 200},
+		{Index: 3, Type: OK, Process: 0, Client: 0, F: Acquire, Key: "k", Token: "a", Time: 1},
+		{Index: 4, Type: Fail, Process: 2, Client: 0, F: Acquire, Key: "k", Token: "c", Error: "lock busy", Time: 2},
+		{Index: 5, Type: Invoke, Process: 2, Client: 0, F: Acquire, Key: "k", Token: "d", TTLMs: 100, Time: 3},
+		{Index: 6, Type: Fail, Process: 2, Client: 0, F: Acquire, Key: "k", Token: "d", Error: strings.Clone("lock busy"), Time: 4},
+	}
+	ops, err := Ops(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		typ, err string
+		process  Process
+		ttl      int64
+	}
+	want := []seen{{OK, "", 0, 100}, {Info, "", 1, 100}, {Fail, "lock busy", 2, 200}, {Fail, "lock busy", 2, 100}}
+	for i, w := range want {
+		if got := (seen{ops[i].Type, ops[i].Error, ops[i].Process, ops[i].TTLMs}); got != w {
+			t.Errorf("op %d: %+v, want %+v", i, got, w)
+		}
+	}
+	// Only what differs takes a copy of its own: the two refused acquires
+	// of client 0 share theirs (an error of the same words, read twice),
+	// whatever their process and lease.
+	if ops[2].OpKind != ops[3].OpKind {
+		t.Errorf("two refusals of client 0 on k hold two copies of their kind")
+	}
+	if ops[0].OpKind == ops[2].OpKind || ops[1].OpKind == ops[0].OpKind {
+		t.Errorf("operations that differ share their kind")
+	}
+}

@@ -232,7 +232,7 @@ func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64, in
 		id := ids[i]
 		infos[id].uses++
 		if o.F == history.Acquire {
-			infos[id].ttl, infos[id].hasTTL = o.TTLNs, true
+			infos[id].ttl, infos[id].hasTTL = o.TTLNs(), true
 		}
 	}
 
@@ -243,10 +243,10 @@ func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64, in
 		info := infos[ids[i]]
 		lane := ln.of(o.Process)
 		in := Input{Kind: kind, Key: o.Key, Token: o.Token, Invoke: o.InvT, Return: Forever,
-			Client: o.Client, Process: o.Process, Index: index(o.Inv)}
+			Client: o.Client, Process: o.Process, Index: index(int(o.Inv))}
 		switch {
 		case kind == Acquire || kind == Extend && o.TTLMs > 0:
-			in.TTL = o.TTLNs
+			in.TTL = o.TTLNs()
 		case kind == Extend:
 			in.TTL = history.Forever
 			if info.hasTTL {
@@ -256,7 +256,7 @@ func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64, in
 		out := Output{Outcome: Info, Index: -1}
 		ret := end
 		if o.Finished() {
-			out.Index = index(o.Done)
+			out.Index = index(int(o.Done))
 			if o.Type != history.Info {
 				out.Error, out.Fence = o.Error, o.Fence
 				out.Outcome = OK

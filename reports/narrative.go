@@ -112,7 +112,7 @@ func (a *analysis) line(p, stale int) StoryLine {
 	if o.Final {
 		l.Who += " in the final check"
 	}
-	if p == o.Inv {
+	if p == int(o.Inv) {
 		l.Text = a.invoked(o)
 	} else {
 		l.Text = a.completed(oi, o, oi == stale)

@@ -554,7 +554,7 @@ func analyse(events []history.Event) *analysis { return analyseWith(events, nil)
 // history) are paired again too.
 func analyseWith(events []history.Event, ops []history.Op) *analysis {
 	for _, o := range ops {
-		if o.Inv >= len(events) || o.Done >= len(events) {
+		if int(o.Inv) >= len(events) || int(o.Done) >= len(events) {
 			ops = nil
 			break
 		}
@@ -588,9 +588,9 @@ func analyseWith(events []history.Event, ops []history.Op) *analysis {
 		a.ops, _ = history.Ops(events)
 	}
 	for j := range a.ops {
-		a.opAt[a.ops[j].Inv] = j
+		a.opAt[int(a.ops[j].Inv)] = j
 		if a.ops[j].Finished() {
-			a.opAt[a.ops[j].Done] = j
+			a.opAt[int(a.ops[j].Done)] = j
 		}
 	}
 	a.bands = faultBands(events, a.end)

@@ -262,7 +262,7 @@ var slack = int64(Slack)
 // certEnd is when a simple lease was certainly over at the earliest: its
 // ttl from its invoke, less slack, or its release's invoke.
 func (h *hist) certEnd(g *history.Op) int64 {
-	end := g.InvT + g.TTLNs - slack
+	end := g.InvT + g.TTLNs() - slack
 	if r := h.release(g); r != nil {
 		end = min(end, r.InvT)
 	}
@@ -270,7 +270,7 @@ func (h *hist) certEnd(g *history.Op) int64 {
 }
 
 // expired is when a simple lease had certainly expired on the server.
-func expired(g *history.Op) int64 { return g.DoneT + g.TTLNs + slack }
+func expired(g *history.Op) int64 { return g.DoneT + g.TTLNs() + slack }
 
 // mayEnd is when a lease was certainly over, by its ttl or a release
 // that landed; forever for one that is not simple.
@@ -356,7 +356,7 @@ func (e *edit) done(where string) planted {
 // whose invoke comes after position pos (the counter's later state).
 func (e *edit) shiftCounter(key string, pos int, d int64) {
 	for _, w := range e.h.writes {
-		if w.Key != key || w.Inv <= pos {
+		if w.Key != key || int(w.Inv) <= pos {
 			continue
 		}
 		if v := e.events[w.Inv].Value; v != nil {

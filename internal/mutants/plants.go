@@ -37,7 +37,7 @@ func plantGrantInLease(h *hist) []planted {
 				ok = false
 				break
 			}
-			e.drop[o.Inv], e.drop[o.Done] = true, true
+			e.drop[int(o.Inv)], e.drop[int(o.Done)] = true, true
 		}
 		if !ok {
 			continue
@@ -179,7 +179,7 @@ func plantExpiredWrite(h *hist) []planted {
 			pos := len(h.run.Events)
 			for _, w := range h.writes {
 				if w.InvT > at {
-					pos = min(pos, w.Inv-1)
+					pos = min(pos, int(w.Inv)-1)
 				}
 			}
 			e.shiftCounter(a.Key, pos, 1)
@@ -265,7 +265,7 @@ func plantRefusal(h *hist) []planted {
 			e.tables.Ledger = slices.Delete(e.tables.Ledger, i, i+1)
 			renumber(e.tables.Ledger)
 		} else {
-			e.shiftCounter(w.Key, w.Done, -1)
+			e.shiftCounter(w.Key, int(w.Done), -1)
 		}
 		d := &e.events[w.Done]
 		d.Type, d.Reason, d.Error, d.Value = history.Fail, history.ReasonRejected, "a planted refusal", nil
@@ -305,7 +305,7 @@ func plantLostIncrement(h *hist) []planted {
 	var cands []cand
 	last := map[string]*history.Op{}
 	accepted := slices.Clone(h.writes)
-	slices.SortFunc(accepted, func(a, b *history.Op) int { return a.Done - b.Done })
+	slices.SortFunc(accepted, func(a, b *history.Op) int { return int(a.Done - b.Done) })
 	for _, w := range accepted {
 		if w.Type != history.OK || w.Read == nil || w.Stored == nil {
 			continue
@@ -318,7 +318,7 @@ func plantLostIncrement(h *hist) []planted {
 	var out []planted
 	for _, c := range spread(cands) {
 		e := h.edit()
-		e.shiftCounter(c.w.Key, c.w.Inv, -1)
+		e.shiftCounter(c.w.Key, int(c.w.Inv), -1)
 		e.events[c.w.Inv].Value = history.Int64(*c.prev.Read)
 		e.events[c.w.Done].Value = history.Int64(*c.prev.Stored)
 		out = append(out, e.done(fmt.Sprintf("%s's write at %s read %d, the value before %s's write, and stored %d over it",
@@ -403,7 +403,7 @@ func (e *edit) widen(o *history.Op) {
 	if o.Inv > 0 {
 		e.events[o.Inv].Time = ev[o.Inv].Time - (ev[o.Inv].Time-ev[o.Inv-1].Time)/2
 	}
-	if o.Done+1 < len(ev) {
+	if int(o.Done)+1 < len(ev) {
 		e.events[o.Done].Time = ev[o.Done].Time + (ev[o.Done+1].Time-ev[o.Done].Time)/2
 	}
 }
