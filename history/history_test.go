@@ -9,6 +9,27 @@ import (
 	"testing"
 )
 
+// Events hands out the recorder's own history, not a copy: what a reader
+// appends to its slice must land past it, never over an event recorded
+// later.
+func TestRecorderEventsAreNotOverwrittenByAReader(t *testing.T) {
+	r := NewRecorder(nil)
+	// Three events: the recorder's slice then has room for a fourth.
+	for p := range 3 {
+		r.Record(Event{Type: Invoke, Process: Process(p), F: Acquire, Key: "k", Token: "a"})
+	}
+	seen := r.Events()
+	seen = append(seen, Event{Type: OK, Process: 9, F: "reader's own"})
+	r.Record(Event{Type: OK, Process: 0, F: Acquire, Key: "k", Token: "a"})
+	all := r.Events()
+	if len(all) != 4 || all[3].F != Acquire || all[3].Process != 0 {
+		t.Fatalf("the recorder's fourth event is %+v", all[len(all)-1])
+	}
+	if len(seen) != 4 || seen[3].F != "reader's own" {
+		t.Fatalf("the reader's own event became %+v", seen[3])
+	}
+}
+
 func TestRecorderStampsAndRoundTrips(t *testing.T) {
 	var buf bytes.Buffer
 	r := NewRecorder(&buf)
