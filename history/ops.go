@@ -12,10 +12,10 @@ import (
 // fence and validity, a write's stored value, the error and the reason.
 type Op struct {
 	// *OpKind is what the operation shares with many others: its
-	// function, key, process and outcome are a pointer to one copy, which
+	// function, key, client and outcome are a pointer to one copy, which
 	// OpsBuilder keeps, so that a soak's millions of operations cost 104
 	// bytes each instead of twice that. It is shared: an operation's
-	// kind is never written through, only replaced (OpsBuilder.kind).
+	// kind is never written through, only replaced (kindTable.of).
 	*OpKind
 	// Process is not part of the kind: a client takes a new one after
 	// every operation of unknown outcome, and the kinds would multiply.
@@ -42,8 +42,8 @@ type Op struct {
 }
 
 // OpKind is the part of an operation that few values cover across a
-// whole history: what was done, on which key, by whom, with which lease,
-// and how it ended.
+// whole history: what was done, on which key, by which client, and how it
+// ended.
 type OpKind struct {
 	F      string
 	Client int
@@ -283,7 +283,7 @@ func (b *OpsBuilder) Add(e *Event) {
 		return
 	}
 	if pos > math.MaxInt32 {
-		fail(fmt.Errorf("a history of more than %d events is more than an operation can name", math.MaxInt32+1))
+		fail(fmt.Errorf("the history has more than %d events, and operations name their events by 32-bit positions", math.MaxInt32))
 		return
 	}
 	switch e.Type {
