@@ -104,9 +104,7 @@ type margin struct {
 	key      string
 	at       int64
 	events   []int
-	// says words the closest call; said is its words once settled.
-	says func() string
-	said string
+	says     func() string
 }
 
 // closer counts a measurement of prop and says whether ns is the closest
@@ -135,14 +133,14 @@ func (c *checker) setMargin(prop string, ns int64, key string, at int64, events 
 func (c *checker) settleMargins() {
 	for _, m := range c.margins {
 		if m.says != nil {
-			m.said, m.says = m.says(), nil
+			said := m.says()
+			m.says = func() string { return said }
 		}
 	}
 }
 
 // marginResults are the closest calls, in report order.
 func (c *checker) marginResults() []Margin {
-	c.settleMargins()
 	var out []Margin
 	for _, prop := range MarginProperties {
 		m := c.margins[prop]
@@ -153,7 +151,7 @@ func (c *checker) marginResults() []Margin {
 		slices.Sort(events)
 		events = slices.Compact(events)
 		out = append(out, Margin{Property: prop, Ms: marginMs(m.ns), Measured: m.measured,
-			Key: m.key, At: math.Round(float64(m.at)/1e6) / 1e3, Events: events, Says: m.said})
+			Key: m.key, At: math.Round(float64(m.at)/1e6) / 1e3, Events: events, Says: m.says()})
 	}
 	return out
 }
