@@ -11,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/hugepages"
 	"github.com/lockharness/lockharness/models"
 )
 
@@ -47,7 +48,7 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ops := make([]models.LockOp, 0, longest) // reused: nothing keeps a key's
+			ops := hugepages.Make[models.LockOp](0, longest) // reused: nothing keeps a key's
 			for k := range next {
 				ops = keys[k].lockOps(ops, c.end)
 				r := keyResult{ops: len(ops)}

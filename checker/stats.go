@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/internal/hugepages"
 )
 
 // opStats counts each operation kind's outcomes and summarizes the latency
@@ -13,14 +14,14 @@ func opStats(ops []history.Op) map[string]OpStats {
 	type kind struct {
 		f         string
 		stats     OpStats
+		finished  int
 		latencies []int64
 	}
 	// A handful of kinds: a slice searched from the last one used beats
 	// hashing the kind of each of a soak's operations.
 	var kinds []kind
 	last := -1
-	for i := range ops {
-		o := &ops[i]
+	kindOf := func(o *history.Op) *kind {
 		if last < 0 || kinds[last].f != o.F {
 			last = slices.IndexFunc(kinds, func(k kind) bool { return k.f == o.F })
 			if last < 0 {
@@ -28,7 +29,12 @@ func opStats(ops []history.Op) map[string]OpStats {
 				last = len(kinds) - 1
 			}
 		}
-		k := &kinds[last]
+		return &kinds[last]
+	}
+	finished := 0
+	for i := range ops {
+		o := &ops[i]
+		k := kindOf(o)
 		switch o.Type {
 		case history.OK:
 			k.stats.OK++
@@ -38,6 +44,20 @@ func opStats(ops []history.Op) map[string]OpStats {
 			k.stats.Info++
 		}
 		if o.Finished() {
+			k.finished++
+			finished++
+		}
+	}
+	// The kinds' latencies share one array, counted out first: grown kind
+	// by kind, a soak's made twice their size in copies.
+	all := hugepages.Make[int64](finished, finished)
+	for i := range kinds {
+		k := &kinds[i]
+		k.latencies, all = all[:0:k.finished], all[k.finished:]
+	}
+	for i := range ops {
+		if o := &ops[i]; o.Finished() {
+			k := kindOf(o)
 			k.latencies = append(k.latencies, o.DoneT-o.InvT)
 		}
 	}

@@ -3,7 +3,10 @@ package history
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
+
+	"github.com/lockharness/lockharness/internal/hugepages"
 )
 
 // Op is one client operation: its invoke and, if it finished, its
@@ -232,7 +235,7 @@ type recentPair struct {
 
 // NewOpsBuilder starts pairing; capacity is a guess at the operations.
 func NewOpsBuilder(capacity int) *OpsBuilder {
-	return &OpsBuilder{ops: make([]Op, 0, capacity), p: newPairing(), keys: make(map[string]int32), lastKeyID: -1,
+	return &OpsBuilder{ops: hugepages.Make[Op](0, capacity), p: newPairing(), keys: make(map[string]int32), lastKeyID: -1,
 		tokens: newTokenTable(capacity), kinds: newKindTable()}
 }
 
@@ -295,6 +298,12 @@ func (b *OpsBuilder) Add(e *Event) {
 		}
 		kind := b.kinds.of(&OpKind{F: e.F, Client: e.Client, Key: e.Key,
 			Final: e.Final, UnseenRenewals: e.UnseenRenewals, Background: e.Background, Type: Info})
+		if len(b.ops) == cap(b.ops) {
+			// Grown here rather than by append, so that the new array
+			// has huge pages too.
+			b.ops = slices.Grow(b.ops, len(b.ops)/2+1024)
+			hugepages.Advise(b.ops)
+		}
 		b.ops = append(b.ops, Op{OpKind: kind, Process: e.Process, Token: e.Token, Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs,
 			Read: e.Value, Inv: int32(pos), Done: -1, InvT: e.Time})
 		b.number(&b.ops[len(b.ops)-1])
@@ -306,7 +315,7 @@ func (b *OpsBuilder) Add(e *Event) {
 		}
 		o := &b.ops[j]
 		key, token := o.Key, o.Token
-		o.complete(int32(pos), e, b.kinds.of)
+		o.complete(int32(pos), e, &b.kinds)
 		if o.Key != key || o.Token != token {
 			// The completion named what the invoke did not.
 			b.number(o)
@@ -357,8 +366,8 @@ func (b *OpsBuilder) Tokens() int { return int(b.tokens.n) }
 func (b *OpsBuilder) End() int64 { return b.end }
 
 // complete merges the completion at position i into the operation, its
-// kind through kind.
-func (o *Op) complete(i int32, c *Event, kind func(*OpKind) *OpKind) {
+// kind from kinds.
+func (o *Op) complete(i int32, c *Event, kinds *kindTable) {
 	o.Done, o.DoneT = i, c.Time
 	k := *o.OpKind
 	k.Type = c.Type
@@ -368,7 +377,7 @@ func (o *Op) complete(i int32, c *Event, kind func(*OpKind) *OpKind) {
 	if k.Key == "" {
 		k.Key = c.Key
 	}
-	o.OpKind = kind(&k)
+	o.OpKind = kinds.of(&k)
 	if o.Token == "" {
 		o.Token = c.Token
 	}

@@ -1,6 +1,10 @@
 package history
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/lockharness/lockharness/internal/hugepages"
+)
 
 // tokenTable numbers (key, token) pairs densely. It is an open-addressing
 // table over FNV-1a hashes rather than a map: a soak's history looks up a
@@ -20,7 +24,8 @@ type tokenSlot struct {
 
 // newTokenTable makes room for about pairs pairs.
 func newTokenTable(pairs int) tokenTable {
-	return tokenTable{slots: make([]tokenSlot, 1<<max(10, bits.Len(uint(pairs))))}
+	n := 1 << max(10, bits.Len(uint(pairs)))
+	return tokenTable{slots: hugepages.Make[tokenSlot](n, n)}
 }
 
 func hashPair(key int32, token string) uint64 {
@@ -52,7 +57,8 @@ func (t *tokenTable) number(key int32, token string) int32 {
 
 func (t *tokenTable) grow() {
 	old := t.slots
-	t.slots = make([]tokenSlot, max(1024, 2*len(old)))
+	n := max(1024, 2*len(old))
+	t.slots = hugepages.Make[tokenSlot](n, n)
 	mask := uint64(len(t.slots) - 1)
 	for _, s := range old {
 		if s.id == 0 {
