@@ -16,8 +16,8 @@ import (
 type Op struct {
 	// *OpKind is what the operation shares with many others: its
 	// function, key, client and outcome are a pointer to one copy, which
-	// OpsBuilder keeps, so that a soak's millions of operations cost 104
-	// bytes each instead of twice that. It is shared: an operation's
+	// OpsBuilder keeps, so that a soak's millions of operations cost 96
+	// bytes each instead of 208. It is shared: an operation's
 	// kind is never written through, only replaced (kindTable.of).
 	*OpKind
 	// Process is not part of the kind: a client takes a new one after
@@ -25,23 +25,26 @@ type Op struct {
 	Process Process
 	Token   string
 	Fence   int64
-	TTLMs   int64
-	// ValidMs: see Event.ValidMs (the acquire's completion says).
-	ValidMs int64
+	// TTLMs is not part of the kind either: a client may ask for a lease
+	// of another length each time, and the bench's histories do.
+	TTLMs int64
 	// Read is the counter value a write read (invoke); Stored the value
 	// the resource kept (ok completion).
 	Read, Stored *int64
 	// Inv and Done are positions in the events slice; Done is -1 while
 	// the operation is unfinished.
 	Inv, Done int32
+	// ValidMs: see Event.ValidMs (the acquire's completion says), held to
+	// 32 bits: a validity of more than 24 days is as good as forever in
+	// any run, and with TokenID it takes 8 bytes instead of 16.
+	ValidMs int32
+	// TokenID numbers the operation's (key, token) pair densely, in order
+	// of first appearance (OpsBuilder.Tokens), so that a checker can
+	// index by it instead of hashing the strings again at every stage.
+	TokenID int32
 	// InvT and DoneT are the invoke's and completion's times (DoneT is 0
 	// while unfinished).
 	InvT, DoneT int64
-	// KeyID and TokenID number the operation's key and its (key, token)
-	// pair densely, in order of first appearance (OpsBuilder.Keys,
-	// OpsBuilder.Tokens), so that a checker can index by them instead of
-	// hashing the strings again at every stage.
-	KeyID, TokenID int32
 }
 
 // OpKind is the part of an operation that few values cover across a
@@ -51,7 +54,10 @@ type OpKind struct {
 	F      string
 	Client int
 	Key    string
-	Final  bool
+	// KeyID numbers the key densely, in order of first appearance
+	// (OpsBuilder.Keys), as TokenID numbers the operation's token.
+	KeyID int32
+	Final bool
 	// FenceChecked: see Event.FenceChecked (a write's completion says).
 	FenceChecked bool
 	// Background: see Event.Background (the invoke says).
@@ -202,8 +208,10 @@ type OpsBuilder struct {
 	ops     []Op
 	keys    map[string]int32
 	keyName []string
-	// tokens numbers the (key, token) pairs.
-	tokens tokenTable
+	// tokens numbers the (key, token) pairs; tokenCount is their number
+	// once Done has dropped it.
+	tokens     tokenTable
+	tokenCount int
 	// lastKey is the key numbered last: most operations share it with
 	// their neighbours, and comparing it is cheaper than hashing.
 	lastKey   string
@@ -236,21 +244,32 @@ type recentPair struct {
 // NewOpsBuilder starts pairing; capacity is a guess at the operations.
 func NewOpsBuilder(capacity int) *OpsBuilder {
 	return &OpsBuilder{ops: hugepages.Make[Op](0, capacity), p: newPairing(), keys: make(map[string]int32), lastKeyID: -1,
-		tokens: newTokenTable(capacity), kinds: newKindTable()}
+		tokens: newTokenTable(capacity * 3 / 4), kinds: newKindTable()}
 }
 
-// number gives o its KeyID and TokenID.
+// keyID numbers a key.
+func (b *OpsBuilder) keyID(key string) int32 {
+	if b.lastKeyID >= 0 && key == b.lastKey {
+		return b.lastKeyID
+	}
+	k, seen := b.keys[key]
+	if !seen {
+		k = int32(len(b.keyName))
+		b.keys[key] = k
+		b.keyName = append(b.keyName, key)
+	}
+	b.lastKey, b.lastKeyID = key, k
+	return k
+}
+
+// number gives o its TokenID, and its kind the KeyID of a key its
+// completion named.
 func (b *OpsBuilder) number(o *Op) {
-	k := b.lastKeyID
-	if k < 0 || o.Key != b.lastKey {
-		var seen bool
-		k, seen = b.keys[o.Key]
-		if !seen {
-			k = int32(len(b.keyName))
-			b.keys[o.Key] = k
-			b.keyName = append(b.keyName, o.Key)
-		}
-		b.lastKey, b.lastKeyID = o.Key, k
+	k := b.keyID(o.Key)
+	if k != o.KeyID {
+		kind := *o.OpKind
+		kind.KeyID = k
+		o.OpKind = b.kinds.of(&kind)
 	}
 	var t int32
 	if c := o.Client; c >= 0 && c < 1<<16 {
@@ -267,7 +286,7 @@ func (b *OpsBuilder) number(o *Op) {
 	} else {
 		t = b.tokens.number(k, o.Token)
 	}
-	o.KeyID, o.TokenID = k, t
+	o.TokenID = t
 }
 
 // Add takes the history's next event. Operations name their events by
@@ -296,7 +315,7 @@ func (b *OpsBuilder) Add(e *Event) {
 			// The older one stays unfinished.
 			b.p.set(e.Process, pending{busy: true, op: len(b.ops), f: e.F, index: e.Index})
 		}
-		kind := b.kinds.of(&OpKind{F: e.F, Client: e.Client, Key: e.Key,
+		kind := b.kinds.of(&OpKind{F: e.F, Client: e.Client, Key: e.Key, KeyID: b.keyID(e.Key),
 			Final: e.Final, UnseenRenewals: e.UnseenRenewals, Background: e.Background, Type: Info})
 		if len(b.ops) == cap(b.ops) {
 			// Grown here rather than by append, so that the new array
@@ -304,7 +323,7 @@ func (b *OpsBuilder) Add(e *Event) {
 			b.ops = slices.Grow(b.ops, len(b.ops)/2+1024)
 			hugepages.Advise(b.ops)
 		}
-		b.ops = append(b.ops, Op{OpKind: kind, Process: e.Process, Token: e.Token, Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs,
+		b.ops = append(b.ops, Op{OpKind: kind, Process: e.Process, Token: e.Token, Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: ms32(e.ValidMs),
 			Read: e.Value, Inv: int32(pos), Done: -1, InvT: e.Time})
 		b.number(&b.ops[len(b.ops)-1])
 	case OK, Fail, Info:
@@ -354,13 +373,21 @@ func (b *OpsBuilder) Nemesis() []Event { return b.nemesis }
 
 // Done drops what numbering needs, once every event has come: Ops, Keys,
 // Nemesis and End stay.
-func (b *OpsBuilder) Done() { b.keys, b.tokens.slots, b.kinds = nil, nil, kindTable{} }
+func (b *OpsBuilder) Done() {
+	b.tokenCount = b.tokens.len()
+	b.keys, b.tokens, b.kinds = nil, tokenTable{}, kindTable{}
+}
 
 // Keys names the keys by KeyID.
 func (b *OpsBuilder) Keys() []string { return b.keyName }
 
 // Tokens is how many (key, token) pairs there are: every TokenID is below.
-func (b *OpsBuilder) Tokens() int { return int(b.tokens.n) }
+func (b *OpsBuilder) Tokens() int {
+	if b.tokens.slots == nil {
+		return b.tokenCount // Done
+	}
+	return b.tokens.len()
+}
 
 // End is the latest event time so far.
 func (b *OpsBuilder) End() int64 { return b.end }
@@ -385,9 +412,12 @@ func (o *Op) complete(i int32, c *Event, kinds *kindTable) {
 		o.Fence = c.Fence
 	}
 	if c.ValidMs != 0 {
-		o.ValidMs = c.ValidMs
+		o.ValidMs = ms32(c.ValidMs)
 	}
 	if c.Value != nil {
 		o.Stored = c.Value
 	}
 }
+
+// ms32 is a count of milliseconds held to 32 bits.
+func ms32(ms int64) int32 { return int32(min(max(ms, math.MinInt32), math.MaxInt32)) }

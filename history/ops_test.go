@@ -124,6 +124,8 @@ func TestOpsShareTheirKindWithoutSharingItsChanges(t *testing.T) {
 		{Index: 4, Type: Fail, Process: 2, Client: 0, F: Acquire, Key: "k", Token: "c", Error: "lock busy", Time: 2},
 		{Index: 5, Type: Invoke, Process: 2, Client: 0, F: Acquire, Key: "k", Token: "d", TTLMs: 100, Time: 3},
 		{Index: 6, Type: Fail, Process: 2, Client: 0, F: Acquire, Key: "k", Token: "d", Error: strings.Clone("lock busy"), Time: 4},
+		{Index: 7, Type: Invoke, Process: 3, Client: 0, F: Acquire, Key: "k", Token: "e", TTLMs: 200, Time: 5},
+		{Index: 8, Type: Fail, Process: 3, Client: 0, F: Acquire, Key: "k", Token: "e", Error: strings.Clone("lock busy"), Time: 6},
 	}
 	ops, err := Ops(events)
 	if err != nil {
@@ -134,19 +136,41 @@ func TestOpsShareTheirKindWithoutSharingItsChanges(t *testing.T) {
 		process  Process
 		ttl      int64
 	}
-	want := []seen{{OK, "", 0, 100}, {Info, "", 1, 100}, {Fail, "lock busy", 2, 200}, {Fail, "lock busy", 2, 100}}
+	want := []seen{{OK, "", 0, 100}, {Info, "", 1, 100}, {Fail, "lock busy", 2, 200}, {Fail, "lock busy", 2, 100}, {Fail, "lock busy", 3, 200}}
 	for i, w := range want {
 		if got := (seen{ops[i].Type, ops[i].Error, ops[i].Process, ops[i].TTLMs}); got != w {
 			t.Errorf("op %d: %+v, want %+v", i, got, w)
 		}
 	}
-	// Only what differs takes a copy of its own: the two refused acquires
-	// of client 0 share theirs (an error of the same words, read twice),
-	// whatever their process and lease.
-	if ops[2].OpKind != ops[3].OpKind {
+	// Only what differs takes a copy of its own: the refused acquires of
+	// client 0 share theirs (an error of the same words, read twice),
+	// whatever their process, token and lease.
+	if ops[2].OpKind != ops[3].OpKind || ops[2].OpKind != ops[4].OpKind {
 		t.Errorf("two refusals of client 0 on k hold two copies of their kind")
 	}
 	if ops[0].OpKind == ops[2].OpKind || ops[1].OpKind == ops[0].OpKind {
 		t.Errorf("operations that differ share their kind")
+	}
+}
+
+// A key only the completion names is numbered as the key it is, and so is
+// the token.
+func TestCompletionNamesTheKey(t *testing.T) {
+	events := []Event{
+		{Index: 0, Type: Invoke, Process: 0, Client: 0, F: Acquire, Key: "a", Token: "x", TTLMs: 100},
+		{Index: 1, Type: OK, Process: 0, Client: 0, F: Acquire, Key: "a", Token: "x", Time: 1},
+		{Index: 2, Type: Invoke, Process: 0, Client: 0, F: Acquire, TTLMs: 100, Time: 2},
+		{Index: 3, Type: OK, Process: 0, Client: 0, F: Acquire, Key: "b", Token: "y", Time: 3},
+		{Index: 4, Type: Invoke, Process: 0, Client: 0, F: Release, Key: "b", Token: "y", Time: 4},
+		{Index: 5, Type: OK, Process: 0, Client: 0, F: Release, Key: "b", Token: "y", Time: 5},
+	}
+	b := BuildOps(events)
+	ops, keys := b.Ops(), b.Keys()
+	if got := keys[ops[1].KeyID]; got != "b" {
+		t.Errorf("the acquire whose completion named key b has the KeyID of %q", got)
+	}
+	if ops[1].KeyID != ops[2].KeyID || ops[1].TokenID != ops[2].TokenID {
+		t.Errorf("the acquire of b (key %d, token %d) and its release (key %d, token %d) are numbered apart",
+			ops[1].KeyID, ops[1].TokenID, ops[2].KeyID, ops[2].TokenID)
 	}
 }
