@@ -68,6 +68,14 @@ func CheckKeeping(r io.Reader, opts Options) (Result, []history.Event, error) {
 
 func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {
 	c := newChecker(b, opts)
+	// The stats take one core for a moment, beside the audits, which
+	// take one: beside porcupine, which takes every core, their latencies
+	// added to its peak.
+	stats := make(chan struct{})
+	go func() {
+		defer close(stats)
+		c.res.Stats = opStats(c.ops)
+	}()
 	// The audits run before porcupine, not beside it: what each builds
 	// (the leases; porcupine's form of a key's operations, on every core)
 	// is a third of the operations' own size, and a 10M-operation history
@@ -80,15 +88,8 @@ func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {
 	// What the audits built is not needed again: a soak's is large.
 	c.settleMargins()
 	c.acquires, c.uses, c.leases, c.leaseOf = nil, tokenUses{}, nil, nil
-	// The stats take one core for a moment; porcupine's keys as many as
-	// there are.
-	stats := make(chan struct{})
-	go func() {
-		defer close(stats)
-		c.res.Stats = opStats(c.ops)
-	}()
-	c.checkLinearizability(deadline)
 	<-stats
+	c.checkLinearizability(deadline)
 	return c.result()
 }
 

@@ -239,19 +239,18 @@ func isRunDir(dir string) bool {
 // limitMemory sets Go's soft memory limit for checking a history of size
 // bytes, unless GOMEMLIMIT sets one, and then, unless GOGC sets it, lets
 // the collector run only at that limit. What check holds at most is the
-// history's operations and porcupine's form of a key's, about 0.65 times
-// the file's size, and collecting them over and over as the heap grows is
-// most of the collector's cost: 0.7 times the size (at least 256 MiB)
-// leaves room for the rest, and a heap that outgrows it is collected as
-// the limit says, not refused. (1M operations: 2.3 s and 291 MB at 256
-// MiB, 2.4 s and 345 MB at 300 MiB; less than the heap holds at its peak,
-// and the collector runs all the time: 10M took 30 s at 1.7 GiB, 24 s at
-// 2 GiB.)
+// history's operations and porcupine's form of two keys', about 0.57
+// times the file's size, and collecting them over and over as the heap
+// grows is most of the collector's cost: 0.6 times the size (at least 256
+// MiB) leaves room for the rest, and a heap that outgrows it is collected
+// as the limit says, not refused. (10M operations, 2.8 GB of history:
+// 22.7 s and 1.68 GB at a 1,700 MiB limit, 25.3 s and 1.73 GB at 1,550
+// MiB, where the collector runs all the time.)
 func limitMemory(size int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	debug.SetMemoryLimit(max(256<<20, size/10*7))
+	debug.SetMemoryLimit(max(256<<20, size/10*6))
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(-1)
 	}
