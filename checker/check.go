@@ -44,7 +44,7 @@ func Check(events []history.Event, opts Options) (Result, error) {
 func CheckStream(r io.Reader, opts Options) (Result, []history.Event, error) {
 	deadline := time.Now().Add(opts.timeout())
 	// A line is about 140 bytes, an operation two lines.
-	b := history.NewOpsBuilder(int(opts.SizeHint/280) + 1024)
+	b := history.NewOfflineOpsBuilder(int(opts.SizeHint/280) + 1024)
 	if err := history.StreamOps(r, b); err != nil {
 		return Result{}, nil, err
 	}
@@ -57,7 +57,7 @@ func CheckStream(r io.Reader, opts Options) (Result, []history.Event, error) {
 // once (history.DecodeOps).
 func CheckKeeping(r io.Reader, opts Options) (Result, []history.Event, error) {
 	deadline := time.Now().Add(opts.timeout())
-	b := history.NewOpsBuilder(int(opts.SizeHint/280) + 1024)
+	b := history.NewOfflineOpsBuilder(int(opts.SizeHint/280) + 1024)
 	events, err := history.DecodeOps(r, b)
 	if err != nil {
 		return Result{}, nil, err
@@ -74,7 +74,7 @@ func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {
 	stats := make(chan struct{})
 	go func() {
 		defer close(stats)
-		c.res.Stats = opStats(c.ops)
+		c.res.Stats = opStats(c.ops, c.huge)
 	}()
 	// The audits run before porcupine, not beside it: what each builds
 	// (the leases; porcupine's form of a key's operations, on every core)
@@ -97,7 +97,10 @@ func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {
 type checker struct {
 	ops []history.Op
 	// tokens bounds every op's TokenID; keyNames names each KeyID.
-	tokens   int
+	tokens int
+	// huge: the checker's largest arrays may be on huge pages
+	// (history.NewOfflineOpsBuilder).
+	huge     bool
 	keyNames []string
 	// end is the time of the history's last event.
 	end    int64
@@ -157,6 +160,7 @@ func newChecker(b *history.OpsBuilder, opts Options) *checker {
 	c := &checker{
 		ops:      ops,
 		tokens:   b.Tokens(),
+		huge:     b.HugePages(),
 		keyNames: b.Keys(),
 		end:      b.End(),
 		slack:    int64(opts.Slack),

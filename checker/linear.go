@@ -48,7 +48,10 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ops := hugepages.Make[models.LockOp](0, longest) // reused: nothing keeps a key's
+			ops := make([]models.LockOp, 0, longest) // reused: nothing keeps a key's
+			if c.huge {
+				hugepages.Advise(ops)
+			}
 			for k := range next {
 				ops = keys[k].lockOps(ops, c.end)
 				r := keyResult{ops: len(ops)}

@@ -10,7 +10,7 @@ import (
 // opStats counts each operation kind's outcomes and summarizes the latency
 // of its completed operations, info included; an unfinished operation counts
 // as info but has no latency.
-func opStats(ops []history.Op) map[string]OpStats {
+func opStats(ops []history.Op, huge bool) map[string]OpStats {
 	type kind struct {
 		f         string
 		stats     OpStats
@@ -50,7 +50,10 @@ func opStats(ops []history.Op) map[string]OpStats {
 	}
 	// The kinds' latencies share one array, counted out first: grown kind
 	// by kind, a soak's made twice their size in copies.
-	all := hugepages.Make[int64](finished, finished)
+	all := make([]int64, finished)
+	if huge {
+		hugepages.Advise(all)
+	}
 	for i := range kinds {
 		k := &kinds[i]
 		k.latencies, all = all[:0:k.finished], all[k.finished:]

@@ -16,7 +16,7 @@ import (
 type Op struct {
 	// *OpKind is what the operation shares with many others: its
 	// function, key, client and outcome are a pointer to one copy, which
-	// OpsBuilder keeps, so that a soak's millions of operations cost 96
+	// OpsBuilder keeps, so that a soak's millions of operations cost 104
 	// bytes each instead of 208. It is shared: an operation's
 	// kind is never written through, only replaced (kindTable.of).
 	*OpKind
@@ -31,13 +31,11 @@ type Op struct {
 	// Read is the counter value a write read (invoke); Stored the value
 	// the resource kept (ok completion).
 	Read, Stored *int64
+	// ValidMs: see Event.ValidMs (the acquire's completion says).
+	ValidMs int64
 	// Inv and Done are positions in the events slice; Done is -1 while
 	// the operation is unfinished.
 	Inv, Done int32
-	// ValidMs: see Event.ValidMs (the acquire's completion says), held to
-	// 32 bits: a validity of more than 24 days is as good as forever in
-	// any run, and with TokenID it takes 8 bytes instead of 16.
-	ValidMs int32
 	// TokenID numbers the operation's (key, token) pair densely, in order
 	// of first appearance (OpsBuilder.Tokens), so that a checker can
 	// index by it instead of hashing the strings again at every stage.
@@ -232,6 +230,8 @@ type OpsBuilder struct {
 	n int
 	// kinds holds one copy of each OpKind the operations point to.
 	kinds kindTable
+	// huge: see NewOfflineOpsBuilder.
+	huge bool
 }
 
 // recentPair is a client's last (key, token) pair and its number plus one
@@ -242,10 +242,28 @@ type recentPair struct {
 }
 
 // NewOpsBuilder starts pairing; capacity is a guess at the operations.
-func NewOpsBuilder(capacity int) *OpsBuilder {
-	return &OpsBuilder{ops: hugepages.Make[Op](0, capacity), p: newPairing(), keys: make(map[string]int32), lastKeyID: -1,
-		tokens: newTokenTable(capacity * 3 / 4), kinds: newKindTable()}
+func NewOpsBuilder(capacity int) *OpsBuilder { return newOpsBuilder(capacity, false) }
+
+// NewOfflineOpsBuilder is NewOpsBuilder for a process whose one job is
+// this check (harness check, harness report): its largest arrays, and the
+// checker's (HugePages), are asked for on huge pages (internal/hugepages).
+// A process that runs clients must not ask: the kernel may compact memory
+// to fill a huge page at a fault, a stall its clients' timings would
+// show, and the mark stays on the memory after the array is freed.
+func NewOfflineOpsBuilder(capacity int) *OpsBuilder { return newOpsBuilder(capacity, true) }
+
+func newOpsBuilder(capacity int, huge bool) *OpsBuilder {
+	ops := make([]Op, 0, capacity)
+	if huge {
+		hugepages.Advise(ops)
+	}
+	return &OpsBuilder{ops: ops, p: newPairing(), keys: make(map[string]int32), lastKeyID: -1,
+		tokens: newTokenTable(capacity*3/4, huge), kinds: newKindTable(), huge: huge}
 }
+
+// HugePages reports whether the builder's arrays are on huge pages
+// (NewOfflineOpsBuilder), and so may a checker's be.
+func (b *OpsBuilder) HugePages() bool { return b.huge }
 
 // keyID numbers a key.
 func (b *OpsBuilder) keyID(key string) int32 {
@@ -319,11 +337,13 @@ func (b *OpsBuilder) Add(e *Event) {
 			Final: e.Final, UnseenRenewals: e.UnseenRenewals, Background: e.Background, Type: Info})
 		if len(b.ops) == cap(b.ops) {
 			// Grown here rather than by append, so that the new array
-			// has huge pages too.
+			// has huge pages too where the first had.
 			b.ops = slices.Grow(b.ops, len(b.ops)/2+1024)
-			hugepages.Advise(b.ops)
+			if b.huge {
+				hugepages.Advise(b.ops)
+			}
 		}
-		b.ops = append(b.ops, Op{OpKind: kind, Process: e.Process, Token: e.Token, Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: ms32(e.ValidMs),
+		b.ops = append(b.ops, Op{OpKind: kind, Process: e.Process, Token: e.Token, Fence: e.Fence, TTLMs: e.TTLMs, ValidMs: e.ValidMs,
 			Read: e.Value, Inv: int32(pos), Done: -1, InvT: e.Time})
 		b.number(&b.ops[len(b.ops)-1])
 	case OK, Fail, Info:
@@ -412,12 +432,9 @@ func (o *Op) complete(i int32, c *Event, kinds *kindTable) {
 		o.Fence = c.Fence
 	}
 	if c.ValidMs != 0 {
-		o.ValidMs = ms32(c.ValidMs)
+		o.ValidMs = c.ValidMs
 	}
 	if c.Value != nil {
 		o.Stored = c.Value
 	}
 }
-
-// ms32 is a count of milliseconds held to 32 bits.
-func ms32(ms int64) int32 { return int32(min(max(ms, math.MinInt32), math.MaxInt32)) }

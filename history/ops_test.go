@@ -174,3 +174,18 @@ func TestCompletionNamesTheKey(t *testing.T) {
 			ops[1].KeyID, ops[1].TokenID, ops[2].KeyID, ops[2].TokenID)
 	}
 }
+
+// Only an offline check asks for huge pages: a harness that runs clients
+// builds operations for its online audits and its end-of-run check, and
+// must not.
+func TestOnlyAnOfflineBuilderAsksForHugePages(t *testing.T) {
+	if NewOpsBuilder(1 << 20).HugePages() {
+		t.Error("NewOpsBuilder asks for huge pages")
+	}
+	if BuildOps(nil).HugePages() {
+		t.Error("BuildOps asks for huge pages")
+	}
+	if !NewOfflineOpsBuilder(1 << 20).HugePages() {
+		t.Error("NewOfflineOpsBuilder does not ask for huge pages")
+	}
+}

@@ -17,6 +17,7 @@ import (
 type tokenTable struct {
 	slots []tokenSlot // a power of two of them, at most three quarters used
 	pairs []tokenPair // by number
+	huge  bool        // the slots are asked for on huge pages
 }
 
 // tokenSlot is a pair's hash and its number plus one, 0 for an empty slot.
@@ -30,10 +31,16 @@ type tokenPair struct {
 	key   int32
 }
 
-// newTokenTable makes room for about pairs pairs.
-func newTokenTable(pairs int) tokenTable {
+// newTokenTable makes room for about pairs pairs, on huge pages if huge
+// (NewOfflineOpsBuilder).
+func newTokenTable(pairs int, huge bool) tokenTable {
 	n := 1 << max(10, bits.Len(uint(pairs+pairs/3)))
-	return tokenTable{slots: hugepages.Make[tokenSlot](n, n), pairs: hugepages.Make[tokenPair](0, pairs)}
+	t := tokenTable{slots: make([]tokenSlot, n), pairs: make([]tokenPair, 0, pairs), huge: huge}
+	if huge {
+		hugepages.Advise(t.slots)
+		hugepages.Advise(t.pairs)
+	}
+	return t
 }
 
 func hashPair(key int32, token string) uint32 {
@@ -73,7 +80,10 @@ func (t *tokenTable) len() int { return len(t.pairs) }
 func (t *tokenTable) grow() {
 	old := t.slots
 	n := max(1024, 2*len(old))
-	t.slots = hugepages.Make[tokenSlot](n, n)
+	t.slots = make([]tokenSlot, n)
+	if t.huge {
+		hugepages.Advise(t.slots)
+	}
 	mask := uint32(n - 1)
 	for _, s := range old {
 		if s.id == 0 {

@@ -8,7 +8,7 @@ import (
 // The table numbers each (key, token) pair once, through its growth and
 // through pairs whose hashes share a slot or are equal.
 func TestTokenTableNumbersEachPairOnce(t *testing.T) {
-	tab := newTokenTable(4)
+	tab := newTokenTable(4, false)
 	want := map[tokenPair]int32{}
 	pair := func(i int) tokenPair { return tokenPair{token: fmt.Sprintf("t%d", i%5000), key: int32(i % 3)} }
 	for i := range 20000 {
@@ -29,7 +29,7 @@ func TestTokenTableNumbersEachPairOnce(t *testing.T) {
 	// Pairs whose hash is another's: each is told from (1, "a") by its
 	// token or its key.
 	for _, other := range []tokenPair{{"b", 1}, {"a", 2}} {
-		tab = newTokenTable(4)
+		tab = newTokenTable(4, false)
 		h := hashPair(other.key, other.token)
 		// (1, "a") numbered 0, in the slot where other's probe starts,
 		// as if it hashed alike.

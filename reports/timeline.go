@@ -680,7 +680,7 @@ func (a *analysis) buildLeases() {
 // validity is when an ok acquire or extend's lease runs out by the client's
 // own account, or 0 if it gave none.
 func validity(o opInfo) time.Duration {
-	ms := int64(o.ValidMs)
+	ms := o.ValidMs
 	if ms == 0 {
 		ms = o.TTLMs
 	}

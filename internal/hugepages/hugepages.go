@@ -9,7 +9,10 @@
 // machines ("madvise") gives huge pages only where asked.
 package hugepages
 
-import "unsafe"
+import (
+	"os"
+	"unsafe"
+)
 
 // minBytes is the smallest array worth asking for: below a few huge pages
 // the faults saved are few, and each call splits a mapping in the kernel.
@@ -24,12 +27,14 @@ func Advise[T any](s []T) {
 	if size < minBytes {
 		return
 	}
-	advise(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s[:1]))), size))
-}
-
-// Make is make([]T, n, capacity) with Advise.
-func Make[T any](n, capacity int) []T {
-	s := make([]T, n, capacity)
-	Advise(s)
-	return s
+	// The runtime starts a large array on one of its own pages, 8 KiB; a
+	// kernel's pages may be larger (64 KiB on some arm64 and ppc64), and
+	// madvise takes only a start on one of them.
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(s[:1])))
+	page := uintptr(os.Getpagesize())
+	skip := (page - start%page) % page
+	if skip >= size {
+		return
+	}
+	advise(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s[:1]))), size)[skip:])
 }

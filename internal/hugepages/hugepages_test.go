@@ -35,14 +35,15 @@ func vmFlags(t *testing.T, addr uintptr) []string {
 	return nil
 }
 
-func TestMakeAsksForHugePages(t *testing.T) {
+func TestAdviseAsksForHugePages(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("huge pages are asked for on Linux only")
 	}
 	if mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(mode), "[never]") {
 		t.Skip("this kernel gives no transparent huge pages")
 	}
-	big := Make[uint64](0, 4<<20) // 32 MiB
+	big := make([]uint64, 0, 4<<20) // 32 MiB
+	Advise(big)
 	if flags := vmFlags(t, uintptr(unsafe.Pointer(unsafe.SliceData(big[:1])))+16<<20); !slices.Contains(flags, "hg") {
 		t.Errorf("a 32 MiB array's mapping has flags %v, without hg (huge pages advised)", flags)
 	}
@@ -53,10 +54,13 @@ func TestMakeAsksForHugePages(t *testing.T) {
 	runtime.KeepAlive(big)
 }
 
-func TestSmallArraysAreLeftAlone(t *testing.T) {
-	small := Make[byte](10, 100)
-	if len(small) != 10 || cap(small) != 100 {
-		t.Errorf("Make(10, 100) is %d long, %d capacity", len(small), cap(small))
+func TestAdviseLeavesContentsAndEmptiesAlone(t *testing.T) {
+	s := make([]int64, 3, 2<<20) // 16 MiB
+	s[0], s[1], s[2] = 1, 2, 3
+	Advise(s)
+	if len(s) != 3 || cap(s) != 2<<20 || s[0] != 1 || s[2] != 3 {
+		t.Errorf("advised, the array is %v (%d long, %d capacity)", s[:3], len(s), cap(s))
 	}
-	Advise([]int(nil)) // nothing to advise; must not panic
+	Advise([]int(nil))         // nothing to advise; must not panic
+	Advise([]struct{}{{}, {}}) // nor a zero-size element
 }
