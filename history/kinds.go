@@ -14,9 +14,9 @@ type kindTable struct {
 
 // kindKey is an OpKind with its strings numbered (stringNumbers).
 type kindKey struct {
-	f, key, typ, reason, err, keyID int32
-	flags                           uint8
-	client                          int
+	f, key, typ, reason, err int32
+	flags                    uint8
+	client                   int
 }
 
 func newKindTable() kindTable {
@@ -33,7 +33,7 @@ func (t *kindTable) of(k *OpKind) *OpKind {
 	}
 	n := &t.names
 	key := kindKey{f: n.of(k.F), key: n.of(k.Key), typ: n.of(k.Type), reason: n.of(k.Reason), err: n.of(k.Error),
-		keyID: k.KeyID, flags: flags, client: k.Client}
+		flags: flags, client: k.Client}
 	if p := t.kinds[key]; p != nil {
 		return p
 	}

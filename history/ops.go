@@ -36,10 +36,11 @@ type Op struct {
 	// Inv and Done are positions in the events slice; Done is -1 while
 	// the operation is unfinished.
 	Inv, Done int32
-	// TokenID numbers the operation's (key, token) pair densely, in order
-	// of first appearance (OpsBuilder.Tokens), so that a checker can
-	// index by it instead of hashing the strings again at every stage.
-	TokenID int32
+	// KeyID and TokenID number the operation's key and its (key, token)
+	// pair densely, in order of first appearance (OpsBuilder.Keys,
+	// OpsBuilder.Tokens), so that a checker can index by them instead of
+	// hashing the strings again at every stage.
+	KeyID, TokenID int32
 	// InvT and DoneT are the invoke's and completion's times (DoneT is 0
 	// while unfinished).
 	InvT, DoneT int64
@@ -52,10 +53,7 @@ type OpKind struct {
 	F      string
 	Client int
 	Key    string
-	// KeyID numbers the key densely, in order of first appearance
-	// (OpsBuilder.Keys), as TokenID numbers the operation's token.
-	KeyID int32
-	Final bool
+	Final  bool
 	// FenceChecked: see Event.FenceChecked (a write's completion says).
 	FenceChecked bool
 	// Background: see Event.Background (the invoke says).
@@ -280,15 +278,9 @@ func (b *OpsBuilder) keyID(key string) int32 {
 	return k
 }
 
-// number gives o its TokenID, and its kind the KeyID of a key its
-// completion named.
+// number gives o its KeyID and TokenID.
 func (b *OpsBuilder) number(o *Op) {
 	k := b.keyID(o.Key)
-	if k != o.KeyID {
-		kind := *o.OpKind
-		kind.KeyID = k
-		o.OpKind = b.kinds.of(&kind)
-	}
 	var t int32
 	if c := o.Client; c >= 0 && c < 1<<16 {
 		if c >= len(b.recent) {
@@ -304,7 +296,7 @@ func (b *OpsBuilder) number(o *Op) {
 	} else {
 		t = b.tokens.number(k, o.Token)
 	}
-	o.TokenID = t
+	o.KeyID, o.TokenID = k, t
 }
 
 // Add takes the history's next event. Operations name their events by
@@ -333,7 +325,7 @@ func (b *OpsBuilder) Add(e *Event) {
 			// The older one stays unfinished.
 			b.p.set(e.Process, pending{busy: true, op: len(b.ops), f: e.F, index: e.Index})
 		}
-		kind := b.kinds.of(&OpKind{F: e.F, Client: e.Client, Key: e.Key, KeyID: b.keyID(e.Key),
+		kind := b.kinds.of(&OpKind{F: e.F, Client: e.Client, Key: e.Key,
 			Final: e.Final, UnseenRenewals: e.UnseenRenewals, Background: e.Background, Type: Info})
 		if len(b.ops) == cap(b.ops) {
 			// Grown here rather than by append, so that the new array
