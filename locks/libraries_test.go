@@ -398,7 +398,7 @@ func TestRueidislockReleaseIsNotLoss(t *testing.T) {
 	_, clients := startNodes(t, 1)
 	l, rec := libLocker(t, "rueidislock", clients)
 	for i := 0; i < 3; i++ {
-		a, err := l.Acquire(ctx, "k", "A", time.Second)
+		a, err := acquireTrying(t, l, "k", "A", time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -653,7 +653,7 @@ func TestRueidislockReportsNothingItCouldNotSend(t *testing.T) {
 	ctx := context.Background()
 	nodes, clients := startNodes(t, 1)
 	l, rec := libLocker(t, "rueidislock", clients)
-	a, err := l.Acquire(ctx, "k", "A", 2*time.Second)
+	a, err := acquireTrying(t, l, "k", "A", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -787,7 +787,7 @@ func TestRueidislockDoesNotSpin(t *testing.T) {
 	ctx := context.Background()
 	_, clients := startNodes(t, 1)
 	l, _ := libLocker(t, "rueidislock", clients)
-	a, err := l.Acquire(ctx, "k", "A", 400*time.Millisecond)
+	a, err := acquireTrying(t, l, "k", "A", 400*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestEveryRecipeExcludesAndReleases(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			l, _, _ := newLocker(t, name)
-			a, err := l.Acquire(ctx, "k", "A", 2*time.Second)
+			a, err := acquireTrying(t, l, "k", "A", 2*time.Second)
 			if err != nil {
 				t.Fatalf("first acquire: %v", err)
 			}
