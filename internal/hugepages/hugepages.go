@@ -30,11 +30,11 @@ func Advise[T any](s []T) {
 	// The runtime starts a large array on one of its own pages, 8 KiB; a
 	// kernel's pages may be larger (64 KiB on some arm64 and ppc64), and
 	// madvise takes only a start on one of them.
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(s[:1])))
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s[:1]))), size)
 	page := uintptr(os.Getpagesize())
-	skip := (page - start%page) % page
+	skip := (page - uintptr(unsafe.Pointer(&b[0]))%page) % page
 	if skip >= size {
 		return
 	}
-	advise(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s[:1]))), size)[skip:])
+	advise(b[skip:])
 }

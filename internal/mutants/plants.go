@@ -1,6 +1,7 @@
 package mutants
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -305,7 +306,7 @@ func plantLostIncrement(h *hist) []planted {
 	var cands []cand
 	last := map[string]*history.Op{}
 	accepted := slices.Clone(h.writes)
-	slices.SortFunc(accepted, func(a, b *history.Op) int { return int(a.Done - b.Done) })
+	slices.SortFunc(accepted, func(a, b *history.Op) int { return cmp.Compare(a.Done, b.Done) })
 	for _, w := range accepted {
 		if w.Type != history.OK || w.Read == nil || w.Stored == nil {
 			continue
