@@ -52,20 +52,6 @@ func CheckStream(r io.Reader, opts Options) (Result, []history.Event, error) {
 	return check(b, opts, deadline), b.Nemesis(), nil
 }
 
-// CheckKeeping is CheckStream keeping every event it read, for pages
-// drawn from the same history: the history is read, checked and paired
-// once (history.DecodeOps).
-func CheckKeeping(r io.Reader, opts Options) (Result, []history.Event, error) {
-	deadline := time.Now().Add(opts.timeout())
-	b := history.NewOfflineOpsBuilder(int(opts.SizeHint/280) + 1024)
-	events, err := history.DecodeOps(r, b)
-	if err != nil {
-		return Result{}, nil, err
-	}
-	b.Done()
-	return check(b, opts, deadline), events, nil
-}
-
 func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {
 	c := newChecker(b, opts)
 	// The stats take one core for a moment, beside the audits, which

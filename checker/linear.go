@@ -123,22 +123,28 @@ func (k keyOps) lockOps(dst []models.LockOp, end int64) []models.LockOp {
 // lockOpsByKey picks out each key's lock operations, by key name, and
 // says whether some grant carries a fence.
 func (c *checker) lockOpsByKey() (keys []keyOps, fenced bool) {
+	return lockOpsByKey(c.ops, c.keyNames, c.tokens)
+}
+
+// lockOpsByKey is the checker's lockOpsByKey for operations from an
+// OpsBuilder: keyNames names each KeyID, and tokens bounds every TokenID.
+func lockOpsByKey(ops []history.Op, keyNames []string, tokens int) (keys []keyOps, fenced bool) {
 	// Counted first, so that each list is allocated once.
-	count := make([]int, len(c.keyNames))
-	for i := range c.ops {
-		if o := &c.ops[i]; o.Lease() {
+	count := make([]int, len(keyNames))
+	for i := range ops {
+		if o := &ops[i]; o.Lease() {
 			count[o.KeyID]++
 			fenced = fenced || o.F == history.Acquire && o.Finished() && o.Type != history.Info && o.Fence != 0
 		}
 	}
 	byKey := make([]keyOps, len(count))
 	for k, n := range count {
-		byKey[k] = keyOps{name: c.keyNames[k], ops: make([]*history.Op, 0, n), tokens: make([]int32, 0, n)}
+		byKey[k] = keyOps{name: keyNames[k], ops: make([]*history.Op, 0, n), tokens: make([]int32, 0, n)}
 	}
-	local := make([]int32, c.tokens)
+	local := make([]int32, tokens)
 	seen := make([]int32, len(count))
-	for i := range c.ops {
-		o := &c.ops[i]
+	for i := range ops {
+		o := &ops[i]
 		if !o.Lease() {
 			continue
 		}

@@ -33,60 +33,86 @@ const (
 // key by key and without segments, within res's options (slack, timeout);
 // a check that runs out of time still draws what it found. Operations of
 // unknown outcome that the model lets land later are drawn at their invoke.
+// The operations are res's: events need hold only the nemesis's and the
+// findings' (a soak's pages keep no more), unless res came without its
+// operations, when they are paired from events.
 func WriteLinearHTML(path string, events []history.Event, res Result) error {
-	ops, err := models.Operations(events)
-	if err != nil {
-		return err
+	all := res.ops
+	if all == nil {
+		paired, err := history.Ops(events)
+		if err != nil {
+			return err
+		}
+		all = paired
 	}
+	var end int64
+	for i := range events {
+		end = max(end, events[i].Time)
+	}
+	var keyNames []string
+	tokens := 0
+	for i := range all {
+		o := &all[i]
+		end = max(end, o.InvT, o.DoneT)
+		tokens = max(tokens, int(o.TokenID)+1)
+		if int(o.KeyID) >= len(keyNames) {
+			keyNames = append(keyNames, make([]string, int(o.KeyID)+1-len(keyNames))...)
+		}
+		keyNames[o.KeyID] = o.Key
+	}
+	keys, _ := lockOpsByKey(all, keyNames, tokens)
 	timeout := res.opts.timeout()
 	deadline := time.Now().Add(timeout)
 	model := models.LeaseLockPartitioned(res.opts.Slack, models.Partitioning{Whole: true})
-	segmented := models.LeaseLock(res.opts.Slack)
-	_, byKey := models.ByKey(ops)
+	segmented := models.LeaseLockCheck(res.opts.Slack)
+	// Each key stays in the models' own form until the part drawn is
+	// known: porcupine's boxes every operation, and a soak's key has
+	// a hundred thousand.
 	var parts [][]porcupine.Operation
-	for _, keyOps := range byKey {
-		if len(keyOps) <= maxVisualOps {
-			parts = append(parts, model.Partition(keyOps)...)
+	for _, k := range keys {
+		ops := k.lockOps(nil, end)
+		if len(ops) <= maxVisualOps {
+			parts = append(parts, model.Partition(models.Box(ops))...)
 			continue
 		}
-		parts = append(parts, visualSegments(segmented, keyOps, deadline)...)
+		parts = append(parts, visualSegments(segmented, ops, deadline)...)
 	}
 	model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return parts }
-	_, info := porcupine.CheckOperationsVerbose(model, ops, max(time.Until(deadline), time.Millisecond))
-	info.AddAnnotations(annotations(events, res))
+	// porcupine reads the history only through Partition.
+	_, info := porcupine.CheckOperationsVerbose(model, nil, max(time.Until(deadline), time.Millisecond))
+	info.AddAnnotations(annotations(events, end, res))
 	return porcupine.VisualizePath(model, info, path)
 }
 
 // visualSegments picks the segments of a long key worth drawing: those
 // that are not linearizable, or else the first ones.
-func visualSegments(m porcupine.Model, ops []porcupine.Operation, deadline time.Time) [][]porcupine.Operation {
-	segs := m.Partition(ops)
-	var bad [][]porcupine.Operation
+func visualSegments(m models.Check, ops []models.LockOp, deadline time.Time) [][]porcupine.Operation {
+	segs := m.Segments(ops)
+	var bad []models.Segment
 	for _, seg := range segs {
-		one := m
-		one.Partition = nil
-		if porcupine.CheckOperationsTimeout(one, seg, max(time.Until(deadline), time.Millisecond)) != porcupine.Ok {
+		if checkSegments(m, []models.Segment{seg}, deadline) != porcupine.Ok {
 			bad = append(bad, seg)
 		}
 	}
-	if len(bad) > 0 {
-		return bad
-	}
-	n := 0
-	for i, seg := range segs {
-		if n += len(seg); n > maxVisualOps {
-			return segs[:max(i, 1)]
+	if len(bad) == 0 {
+		bad = segs
+		n := 0
+		for i, seg := range segs {
+			if n += seg.Len(); n > maxVisualOps {
+				bad = segs[:max(i, 1)]
+				break
+			}
 		}
 	}
-	return segs
+	_, parts := models.Boxed(bad)
+	return parts
 }
 
-// annotations marks the fault windows and the findings on the timeline.
-func annotations(events []history.Event, res Result) []porcupine.Annotation {
-	var end int64
+// annotations marks the fault windows and the findings on the timeline;
+// end is the time of the history's last event.
+func annotations(events []history.Event, end int64, res Result) []porcupine.Annotation {
 	times := make(map[int]int64, len(events))
 	for _, e := range events {
-		end = max(end, e.Time)
 		times[e.Index] = e.Time
 	}
 	end++ // where operations of unknown outcome end, as models.Operations has it

@@ -101,21 +101,17 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	json.Unmarshal(meta.Spec, &spec)
 	protected, _ := resource.Lookup(spec.Resource)
 	opts := checker.Options{Slack: slack, Timeout: *timeout, Tables: tables, Database: protected.Database}
-	// The pages hold the whole history: it is read once, and they are
-	// drawn from the events and the checker's operations in memory.
-	// Without them it is checked as it is read, so that a soak's millions
-	// of events are never all in memory.
+	// The history is checked as it is read, so that a soak's millions of
+	// events are never all in memory; the pages read it again for the few
+	// they tell one by one (reports.ReadRun).
 	var run *reports.Run
-	var res reports.Results
-	if render {
-		var events []history.Event
-		if res, events, err = reports.ConcludeKeeping(hist, meta, opts); err == nil {
-			run = reports.NewRun(events, res)
-		}
-	} else {
-		opts.SizeHint = history.Size(histPath)
+	opts.SizeHint = history.Size(histPath)
+	if !render {
 		limitMemory(opts.SizeHint)
-		res, err = reports.ConcludeStream(hist, meta, opts)
+	}
+	res, err := reports.ConcludeStream(hist, meta, opts)
+	if err == nil && render {
+		run, err = reports.ReadRun(histPath, res)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "harness %s: %s: %v\n", name, histPath, err)

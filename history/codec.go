@@ -125,18 +125,6 @@ func StreamOps(r io.Reader, b *OpsBuilder) error {
 	return stream(r, b.addChecked, nil)
 }
 
-// DecodeOps is StreamOps keeping every event as well, for a reader that
-// holds the whole history anyway (the pages): one pass reads, checks and
-// pairs it. The events before a malformed line are returned with its error.
-func DecodeOps(r io.Reader, b *OpsBuilder) ([]Event, error) {
-	var events []Event
-	err := stream(r, b.addChecked, func(e *Event) error {
-		events = append(events, *e)
-		return nil
-	})
-	return events, err
-}
-
 // stream parses r, checks each event with check (its error names the
 // line) and hands it to each, if any (its error is returned as it is).
 func stream(r io.Reader, check func(e *Event) error, each func(e *Event) error) error {

@@ -71,6 +71,34 @@ func TestRecorderStampsAndRoundTrips(t *testing.T) {
 	}
 }
 
+// A streaming recorder writes every event and keeps only those asked
+// for, numbered among all of them: what lets a soak run in bounded memory.
+func TestStreamingRecorderWritesEveryEventAndKeepsThoseAsked(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewStreamingRecorder(&buf, func(e *Event) bool { return e.IsNemesis() })
+	for i := range 1000 {
+		r.Record(Event{Type: Invoke, Process: 0, F: Acquire, Key: "k", Token: fmt.Sprint(i)})
+		if i == 500 {
+			r.Record(Event{Type: Info, Process: Nemesis, F: "partition", Phase: Start, Target: "n1"})
+		}
+		r.Record(Event{Type: Fail, Process: 0, F: Acquire, Key: "k", Token: fmt.Sprint(i)})
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	kept := r.Events()
+	if len(kept) != 1 || kept[0].F != "partition" || kept[0].Index != 1001 {
+		t.Fatalf("kept %d events (%+v), want the partition alone, index 1001", len(kept), kept)
+	}
+	got, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2001 || got[1001].F != "partition" || got[2000].Index != 2000 {
+		t.Fatalf("wrote %d events, want 2001 with the partition at index 1001", len(got))
+	}
+}
+
 func TestReadNamesTheBadLine(t *testing.T) {
 	cases := map[string]string{
 		"{\"index\":0,\"time\":1,\"type\":\"invoke\",\"process\":0,\"f\":\"acquire\",\"key\":\"k\",\"token\":\"t\"}\n{\"index\":1,\"ti":                                                                                          "line 2",

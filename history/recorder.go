@@ -14,7 +14,11 @@ type Recorder struct {
 	start  time.Time
 	out    io.Writer
 	events []Event
-	err    error
+	// n is how many events were recorded; keep, if set, picks those
+	// kept in events (NewStreamingRecorder).
+	n    int
+	keep func(*Event) bool
+	err  error
 	// pending are the lines not yet written: whole lines, written together
 	// every writeInterval or once they reach writeAt bytes, and at Close.
 	pending []byte
@@ -38,6 +42,15 @@ func NewRecorder(w io.Writer) *Recorder {
 		r.out, r.closed, r.wrote = w, make(chan struct{}), make(chan struct{})
 		go r.writeEvery()
 	}
+	return r
+}
+
+// NewStreamingRecorder is NewRecorder for a history that lives in w: it
+// keeps in memory only the events keep accepts (Events returns those), so
+// that an hour's soak does not hold its million events while it runs.
+func NewStreamingRecorder(w io.Writer, keep func(*Event) bool) *Recorder {
+	r := NewRecorder(w)
+	r.keep = keep
 	return r
 }
 
@@ -107,8 +120,11 @@ func (r *Recorder) RecordWith(build func() Event) Event {
 		e.Facts = &Facts{}
 	}
 	e.Time = int64(time.Since(r.start))
-	e.Index = len(r.events)
-	r.events = append(r.events, e)
+	e.Index = r.n
+	r.n++
+	if r.keep == nil || r.keep(&e) {
+		r.events = append(r.events, e)
+	}
 	if r.out != nil && r.err == nil && !r.isClosed() {
 		r.pending, r.err = e.AppendLine(r.pending)
 		r.pending = append(r.pending, '\n')
@@ -140,7 +156,8 @@ func (r *Recorder) Watch(f func(Event)) (stop func()) {
 	}
 }
 
-// Events returns the history so far. It is the recorder's own, not a
+// Events returns the history so far (of a streaming recorder, the events
+// it keeps), in order. It is the recorder's own, not a
 // copy, for a soak's is hundreds of megabytes and an online audit reads it
 // every few hundred milliseconds: read it, never change it. Later events
 // are appended past its end, where it cannot see them.

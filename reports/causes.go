@@ -375,7 +375,7 @@ func (a *analysis) grantFromNowhere(f checker.Finding, ops []int, explained map[
 			continue
 		}
 		var spans []string
-		for _, e := range a.events {
+		for _, e := range a.events.kept {
 			for _, d := range e.Down {
 				if d.From <= g.InvT && g.DoneT <= d.Until {
 					spans = append(spans, fmt.Sprintf("%s was killed from %s until %s (%s)", d.Node, secs(time.Duration(d.From)), secs(time.Duration(d.Until)), e.F))

@@ -44,8 +44,9 @@ func (a *analysis) findingRows(t *history.Tables, f checker.Finding) *rowTable {
 	}
 	tokens := map[string]bool{}
 	for _, idx := range f.Events {
-		if p, ok := a.at[idx]; ok && a.events[p].F == history.Write && a.events[p].Token != "" {
-			tokens[a.events[p].Token] = true
+		p, _ := a.events.position(idx)
+		if e := a.events.at(p); e != nil && e.F == history.Write && e.Token != "" {
+			tokens[e.Token] = true
 		}
 	}
 	if len(tokens) == 0 {

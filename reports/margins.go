@@ -54,8 +54,8 @@ func marginViews(margins []checker.Margin, a *analysis) []marginView {
 	for _, m := range margins {
 		v := marginView{Property: m.Property, Margin: marginText(m.Ms), At: fmt.Sprintf("%.3f s", m.At), Says: m.Says, Broken: m.Ms < 0, Measured: m.Measured}
 		for _, i := range m.Events {
-			p, known := a.at[i]
-			_, op := a.opAt[p]
+			p, known := a.events.position(i)
+			_, op := a.opOf(p)
 			v.Events = append(v.Events, eventLink{Index: i, Link: known && op})
 		}
 		out = append(out, v)

@@ -57,8 +57,8 @@ func (a *analysis) story(f checker.Finding) []StoryLine {
 		stale = a.latest(a.findingOps(f), history.Write)
 	}
 	for _, idx := range f.Events {
-		p, found := a.at[idx]
-		if !found || seen[p] {
+		p, found := a.events.position(idx)
+		if !found || seen[p] || a.events.at(p) == nil {
 			continue
 		}
 		seen[p] = true
@@ -69,7 +69,7 @@ func (a *analysis) story(f checker.Finding) []StoryLine {
 			continue
 		}
 		for _, idx := range []int{b.StartEvent, b.EndEvent} {
-			if p, found := a.at[idx]; found && !seen[p] {
+			if p, found := a.events.position(idx); found && !seen[p] && a.events.at(p) != nil {
 				seen[p] = true
 				lines = append(lines, a.line(p, stale))
 			}
@@ -87,7 +87,7 @@ func (a *analysis) story(f checker.Finding) []StoryLine {
 // line tells the event at position p. stale is the op of the stale write,
 // or -1.
 func (a *analysis) line(p, stale int) StoryLine {
-	e := a.events[p]
+	e := a.events.at(p)
 	l := StoryLine{At: e.At(), Event: e.Index}
 	if e.IsNemesis() {
 		l.Fault = true
@@ -101,7 +101,7 @@ func (a *analysis) line(p, stale int) StoryLine {
 		l.Text, l.Words = strings.TrimSpace(e.F+" "+e.Subject())+" "+verb, e.Detail
 		return l
 	}
-	oi, ok := a.opAt[p]
+	oi, ok := a.opOf(p)
 	if !ok {
 		l.Who = fmt.Sprintf("client %d (process %s)", e.Client, e.Process)
 		l.Text = fmt.Sprintf("%s %s (unpaired event)", e.Type, e.F)

@@ -33,25 +33,57 @@ func TestPagesUseTheCheckersOperations(t *testing.T) {
 			t.Errorf("%s: the timeline from the checker's operations differs from the one pairing them again", filepath.Base(dir))
 		}
 
-		// harness report's one pass: read, checked and paired at once,
-		// to the same events, verdict and operations.
+		// harness report's reading: checked as read, then read again
+		// keeping only the events the pages tell one by one, to the same
+		// verdict, operations, timeline, stories and causes.
 		f, err := history.Open(history.InDir(dir))
 		if err != nil {
 			t.Fatal(err)
 		}
-		kept, keptEvents, err := ConcludeKeeping(f, Meta{}, checker.Options{Slack: DefaultSlack})
+		streamed, err := ConcludeStream(f, Meta{}, checker.Options{Slack: DefaultSlack})
 		f.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(keptEvents, events) || kept.Valid != res.Valid || !reflect.DeepEqual(kept.Anomalies, res.Anomalies) ||
-			!reflect.DeepEqual(kept.check.Ops(), paired) {
-			t.Errorf("%s: one pass gave %d events, %s %v; reading then checking gave %d, %s %v", filepath.Base(dir),
-				len(keptEvents), kept.Valid, kept.Anomalies, len(events), res.Valid, res.Anomalies)
+		if streamed.Valid != res.Valid || !reflect.DeepEqual(streamed.Anomalies, res.Anomalies) || !reflect.DeepEqual(streamed.check.Ops(), paired) {
+			t.Errorf("%s: checked as read: %s %v; reading then checking gave %s %v", filepath.Base(dir), streamed.Valid, streamed.Anomalies, res.Valid, res.Anomalies)
+			continue
+		}
+		run, err := ReadRun(history.InDir(dir), streamed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.a.events.pos == nil || len(run.a.events.kept) >= len(events) && len(events) > 0 && hasClientEvents(events) {
+			t.Errorf("%s: the pages kept %d of %d events: every one, not the few they tell", filepath.Base(dir), len(run.a.events.kept), len(events))
+		}
+		whole := analyse(events)
+		if got := timelineOf(run.a, streamed); !reflect.DeepEqual(got, again) {
+			t.Errorf("%s: the timeline from the events the pages keep differs from the one from every event", filepath.Base(dir))
+		}
+		if !reflect.DeepEqual(marginViews(streamed.Margins, run.a), marginViews(res.Margins, whole)) {
+			t.Errorf("%s: the margins' links differ", filepath.Base(dir))
+		}
+		for i, f := range res.Checker.Findings {
+			if got, want := run.a.story(f), whole.story(f); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: finding %d's story from the kept events:\n%v\nfrom every event:\n%v", filepath.Base(dir), i+1, got, want)
+			}
+			if got, want := run.a.causes(f), whole.causes(f); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: finding %d's causes from the kept events:\n%v\nfrom every event:\n%v", filepath.Base(dir), i+1, got, want)
+			}
 		}
 	}
-	// A malformed line stops the pass with the line named.
-	if _, _, err := ConcludeKeeping(strings.NewReader("{\"index\":0}\nnot json\n"), Meta{}, checker.Options{}); err == nil || !strings.Contains(err.Error(), "line ") {
+	// A malformed line stops the check with the line named.
+	if _, err := ConcludeStream(strings.NewReader("{\"index\":0}\nnot json\n"), Meta{}, checker.Options{}); err == nil || !strings.Contains(err.Error(), "line ") {
 		t.Errorf("a malformed history: %v", err)
 	}
+}
+
+// hasClientEvents reports whether any event is a client's.
+func hasClientEvents(events []history.Event) bool {
+	for _, e := range events {
+		if !e.IsNemesis() {
+			return true
+		}
+	}
+	return false
 }

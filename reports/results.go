@@ -213,16 +213,6 @@ func ConcludeStream(hist io.Reader, meta Meta, opts checker.Options) (Results, e
 	return assemble(r, nemesis, meta, opts), nil
 }
 
-// ConcludeKeeping is ConcludeStream keeping every event, for the pages
-// drawn from them (NewRun): one pass over the history.
-func ConcludeKeeping(hist io.Reader, meta Meta, opts checker.Options) (Results, []history.Event, error) {
-	r, events, err := checker.CheckKeeping(hist, opts)
-	if err != nil {
-		return Results{}, nil, err
-	}
-	return assemble(r, events, meta, opts), events, nil
-}
-
 // assemble is results.json from the checker's result; events need hold
 // only the nemesis events.
 func assemble(r checker.Result, events []history.Event, meta Meta, opts checker.Options) Results {

@@ -149,7 +149,6 @@ func takeaway(res Results, a *analysis) Takeaway {
 // takeaway and the anomaly's image are all drawn.
 type Run struct {
 	Results Results
-	events  []history.Event
 	// histErr is why the history could be read only so far: the pages
 	// draw what there is and say so.
 	histErr error
@@ -160,7 +159,33 @@ type Run struct {
 // checker's own operations (checker.Result.Ops) serve the pages, which
 // pair the events again only for results that came without them.
 func NewRun(events []history.Event, res Results) *Run {
-	return &Run{Results: res, events: events, a: analyseWith(events, res.check.Ops())}
+	return &Run{Results: res, a: analyseWith(events, res.check.Ops())}
+}
+
+// ReadRun is NewRun for results just checked from the history at
+// histPath (ConcludeStream): it reads the history once more, keeping in
+// full only the events the pages tell one by one (the faults, the
+// findings', the margins'), and draws the operations from the checker's,
+// so that a soak's pages never hold its million events. Results that came
+// without the checker's operations read every event (NewRun). A history
+// readable only in part is kept as far as it goes, with the reason.
+func ReadRun(histPath string, res Results) (*Run, error) {
+	if ops := res.check.Ops(); ops != nil {
+		l, err := readLog(histPath, res)
+		if l.fits(ops) && (err == nil || l.n > 0) {
+			return &Run{Results: res, histErr: err, a: analyseLog(l, ops)}, nil
+		}
+		if err != nil && l.n == 0 {
+			return nil, err
+		}
+	}
+	events, err := history.ReadFile(histPath)
+	if err != nil && len(events) == 0 {
+		return nil, err
+	}
+	r := NewRun(events, res)
+	r.histErr = err
+	return r, nil
 }
 
 // OpenRun reads a run directory's results.json and history, once. A

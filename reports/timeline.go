@@ -252,7 +252,7 @@ func timelineOf(a *analysis, res Results) Timeline {
 		if o.F != history.Acquire || o.Type == history.OK || o.Final {
 			continue
 		}
-		at := Attempt{Client: o.Client, Outcome: o.Type, Start: o.InvokedAt(), End: o.DoneAt(), Event: a.events[o.Inv].Index}
+		at := Attempt{Client: o.Client, Outcome: o.Type, Start: o.InvokedAt(), End: o.DoneAt(), Event: a.events.index(int(o.Inv))}
 		if o.Type == history.Info {
 			at.End = max(at.End, o.InvokedAt()+time.Duration(o.TTLMs)*time.Millisecond)
 		}
@@ -264,7 +264,7 @@ func timelineOf(a *analysis, res Results) Timeline {
 			continue
 		}
 		w := WriteMark{Client: o.Client, Process: o.Process, At: o.DoneAt(), Fence: o.Fence, Token: o.Token,
-			Event: a.events[o.Done].Index}
+			Event: a.events.index(int(o.Done))}
 		switch {
 		case stale[i]:
 			w.Status = WriteStale
@@ -522,12 +522,11 @@ func (r Rate) PerSecond(j, i int) float64 {
 // analysis is one pass over a history that the plots and stories share:
 // operations paired, leases as the clients believed them, fault windows.
 type analysis struct {
-	events []history.Event
+	events eventLog
 	ops    []opInfo
-	// at maps a history index to its position in events.
-	at map[int]int
-	// opAt maps a position in events to the op it belongs to.
-	opAt    map[int]int
+	// opAt is the op each position in the history belongs to, -1 for
+	// none: a slice, not a map, for a soak has millions of positions.
+	opAt    []int32
 	leases  []*leaseInfo
 	leaseOf map[int]*leaseInfo // acquire op -> its lease
 	// seen is where each grant was found just after it (history.GrantSeen).
@@ -553,22 +552,27 @@ func analyse(events []history.Event) *analysis { return analyseWith(events, nil)
 // that do not fit the events (checked from another reading of the
 // history) are paired again too.
 func analyseWith(events []history.Event, ops []history.Op) *analysis {
-	for _, o := range ops {
-		if int(o.Inv) >= len(events) || int(o.Done) >= len(events) {
-			ops = nil
-			break
-		}
+	l := wholeLog(events)
+	if !l.fits(ops) {
+		ops = nil
 	}
-	a := &analysis{events: events, at: make(map[int]int, len(events)), opAt: make(map[int]int, len(events)),
+	if ops == nil {
+		// A malformed history (which the checker reports) still draws
+		// what could be paired.
+		ops, _ = history.Ops(events)
+	}
+	return analyseLog(l, ops)
+}
+
+// analyseLog analyses a history from its log and its operations, which
+// must have been paired from it.
+func analyseLog(l eventLog, ops []history.Op) *analysis {
+	a := &analysis{events: l, ops: ops, opAt: make([]int32, l.n), end: l.end,
 		leaseOf: map[int]*leaseInfo{}, seen: map[grantKey]*history.Event{}}
 	found := false // whether any probe found a grant's token at all
-	for i := range events {
-		e := &events[i]
-		a.at[e.Index] = i
+	for i := range l.kept {
+		e := &l.kept[i]
 		if !(e.IsNemesis() && e.F == history.GrantSeen) {
-			// A probe of the last grants may land after everything
-			// else: it does not make the run longer.
-			a.end = max(a.end, e.At())
 			continue
 		}
 		found = found || len(e.Facts.Holders()) > 0
@@ -582,33 +586,35 @@ func analyseWith(events []history.Event, ops []history.Op) *analysis {
 		// found: its probes say nothing of where its grants lived.
 		clear(a.seen)
 	}
-	// A malformed history (which the checker reports) still draws what
-	// could be paired.
-	if a.ops = ops; a.ops == nil {
-		a.ops, _ = history.Ops(events)
+	for p := range a.opAt {
+		a.opAt[p] = -1
 	}
 	for j := range a.ops {
-		a.opAt[int(a.ops[j].Inv)] = j
+		a.opAt[a.ops[j].Inv] = int32(j)
 		if a.ops[j].Finished() {
-			a.opAt[int(a.ops[j].Done)] = j
+			a.opAt[a.ops[j].Done] = int32(j)
 		}
 	}
-	a.bands = faultBands(events, a.end)
+	a.bands = faultBands(l.kept, a.end)
 	a.buildLeases()
 	return a
+}
+
+// opOf is the op the event at position p belongs to.
+func (a *analysis) opOf(p int) (int, bool) {
+	if p < 0 || p >= len(a.opAt) || a.opAt[p] < 0 {
+		return 0, false
+	}
+	return int(a.opAt[p]), true
 }
 
 // buildLeases draws each grant as its client believed it: from the
 // acquire's completion until the client asked to release it, its process
 // was retired, it started another acquire, or the history ended.
 func (a *analysis) buildLeases() {
-	type tk struct{ key, token string }
-	byToken := map[tk][]int{}   // ops carrying a token, in invoke order
+	byToken := opsByToken(a.ops)
 	byClient := map[int][]int{} // acquires by client, in invoke order
 	for i, o := range a.ops {
-		if o.Token != "" {
-			byToken[tk{o.Key, o.Token}] = append(byToken[tk{o.Key, o.Token}], i)
-		}
 		if o.F == history.Acquire {
 			byClient[o.Client] = append(byClient[o.Client], i)
 		}
@@ -618,7 +624,7 @@ func (a *analysis) buildLeases() {
 			continue
 		}
 		l := &leaseInfo{op: i, Lease: Lease{Client: o.Client, Process: o.Process, Key: o.Key, Token: o.Token,
-			Fence: o.Fence, Start: o.DoneAt(), End: a.end, EndBy: EndHistoryEnd, Event: a.events[o.Done].Index}}
+			Fence: o.Fence, Start: o.DoneAt(), End: a.end, EndBy: EndHistoryEnd, Event: a.events.index(int(o.Done))}}
 		end := func(t time.Duration, by string) {
 			if t >= l.Start && t < l.End {
 				l.End, l.EndBy = t, by
@@ -643,7 +649,7 @@ func (a *analysis) buildLeases() {
 			}
 		}
 		if o.Token != "" {
-			for _, u := range byToken[tk{o.Key, o.Token}] {
+			for _, u := range byToken.of(o.TokenID) {
 				uo := a.ops[u]
 				switch {
 				case uo.F == history.Release:
@@ -675,6 +681,43 @@ func (a *analysis) buildLeases() {
 		a.leases = append(a.leases, l)
 		a.leaseOf[i] = l
 	}
+}
+
+// tokenOps are the operations of each (key, token) pair, in invoke order,
+// by history.Op.TokenID: two arrays, not a map of slices, for a soak has
+// hundreds of thousands of tokens.
+type tokenOps struct {
+	// ops[from[t]:from[t+1]] are the operations of pair t.
+	from, ops []int32
+}
+
+func opsByToken(ops []opInfo) tokenOps {
+	var n int32
+	for i := range ops {
+		n = max(n, ops[i].TokenID+1)
+	}
+	t := tokenOps{from: make([]int32, n+1), ops: make([]int32, len(ops))}
+	for i := range ops {
+		t.from[ops[i].TokenID+1]++
+	}
+	for i := int32(1); i <= n; i++ {
+		t.from[i] += t.from[i-1]
+	}
+	next := slices.Clone(t.from[:n])
+	for i := range ops {
+		id := ops[i].TokenID
+		t.ops[next[id]] = int32(i)
+		next[id]++
+	}
+	return t
+}
+
+// of is pair id's operations.
+func (t tokenOps) of(id int32) []int32 {
+	if id < 0 || int(id)+1 >= len(t.from) {
+		return nil
+	}
+	return t.ops[t.from[id]:t.from[id+1]]
 }
 
 // validity is when an ok acquire or extend's lease runs out by the client's
@@ -724,11 +767,11 @@ func (a *analysis) findingOps(f checker.Finding) []int {
 	seen := map[int]bool{}
 	var ops []int
 	for _, idx := range f.Events {
-		p, ok := a.at[idx]
+		p, ok := a.events.position(idx)
 		if !ok {
 			continue
 		}
-		if o, ok := a.opAt[p]; ok && !seen[o] {
+		if o, ok := a.opOf(p); ok && !seen[o] {
 			seen[o] = true
 			ops = append(ops, o)
 		}
@@ -740,11 +783,12 @@ func (a *analysis) findingOps(f checker.Finding) []int {
 // span is the time from a finding's first event to its last.
 func (a *analysis) span(f checker.Finding) (from, to time.Duration, ok bool) {
 	for _, idx := range f.Events {
-		p, found := a.at[idx]
-		if !found {
+		p, found := a.events.position(idx)
+		e := a.events.at(p)
+		if !found || e == nil {
 			continue
 		}
-		t := a.events[p].At()
+		t := e.At()
 		if !ok || t < from {
 			from = t
 		}

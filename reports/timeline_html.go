@@ -163,11 +163,11 @@ func WriteTimelineHTML(w io.Writer, name string, a *analysis, t Timeline, res Re
 	for _, i := range keep {
 		o := &a.ops[i]
 		op := htmlOp{Client: o.Client, Process: o.Process.String(), F: o.F, Key: o.Key, Token: o.Token, Fence: o.Fence,
-			Start: o.InvokedAt().Seconds(), Answer: answer(o), Error: o.Error, Events: []int{a.events[o.Inv].Index}, In: in[i]}
+			Start: o.InvokedAt().Seconds(), Answer: answer(o), Error: o.Error, Events: []int{a.events.index(int(o.Inv))}, In: in[i]}
 		if o.Finished() {
 			e := o.DoneAt().Seconds()
 			op.End = &e
-			op.Events = append(op.Events, a.events[o.Done].Index)
+			op.Events = append(op.Events, a.events.index(int(o.Done)))
 		}
 		if l := a.leaseOf[i]; l != nil {
 			if w := leaseWheres(l.Lease); len(w) > 0 {

@@ -41,17 +41,10 @@ func WriteRunFrom(dir, histPath string, res Results, render, single bool) error 
 	if noted, drawLinear := linearDrawn(res); !render && !drawLinear {
 		return WriteResults(dir, noted)
 	}
-	events, err := history.ReadFile(histPath)
-	if err != nil && len(events) == 0 {
+	r, err := ReadRun(histPath, res)
+	if err != nil {
 		return err
 	}
-	if !render {
-		// Only linear.html needs the events; no page is drawn.
-		r := &Run{Results: res, events: events}
-		return r.Write(dir, false, false)
-	}
-	r := NewRun(events, res)
-	r.histErr = err
 	return r.Write(dir, render, single)
 }
 
@@ -78,7 +71,7 @@ func (r *Run) Write(dir string, render, single bool) error {
 		return err
 	}
 	if drawLinear {
-		if err := checker.WriteLinearHTML(filepath.Join(dir, "linear.html"), r.events, res.check); err != nil {
+		if err := checker.WriteLinearHTML(filepath.Join(dir, "linear.html"), r.a.events.kept, res.check); err != nil {
 			return err
 		}
 	}

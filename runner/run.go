@@ -146,7 +146,7 @@ func Run(ctx context.Context, plan scenario.Plan, opt Options) (Outcome, error) 
 		return out, err
 	}
 	defer histFile.Close()
-	rec := history.NewRecorder(histFile)
+	rec := history.NewStreamingRecorder(histFile, keptWhileRunning(opt))
 
 	var ran driven
 	tables, runErr := drive(ctx, plan, opt, dir, rec, logw, logf, prov, &ran)
@@ -164,21 +164,23 @@ func Run(ctx context.Context, plan scenario.Plan, opt Options) (Outcome, error) 
 			meta.Error.Stage = reports.StageStart
 		}
 	}
-	events := rec.Events()
 	if tables != nil {
 		if err := history.WriteTables(dir, tables); err != nil {
 			return out, err
 		}
 	}
-	results, err := reports.Conclude(events, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout, Tables: tables,
-		Database: plan.Resource.Database})
+	// The history is checked and drawn from its file, as harness report
+	// does, for the recorder kept only a few of its events.
+	histPath := histFile.Name()
+	results, err := concludeFile(histPath, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout, Tables: tables,
+		Database: plan.Resource.Database, SizeHint: history.Size(histPath)})
 	if err != nil {
-		return out, fmt.Errorf("checking the history: %w", err)
+		return out, cmp.Or(runErr, fmt.Errorf("checking the history: %w", err))
 	}
 	out.Results = results
 	err = ran.followedErr
 	if err == nil {
-		err = reports.WriteRun(dir, events, results, true)
+		err = reports.WriteRunFrom(dir, histPath, results, true, false)
 	}
 	if err != nil {
 		// A run whose directory could not be written is no verdict, on
@@ -189,6 +191,29 @@ func Run(ctx context.Context, plan scenario.Plan, opt Options) (Outcome, error) 
 		return out, err
 	}
 	return out, runErr
+}
+
+// keptWhileRunning picks the events the run reads back while it runs: the
+// nemesis's (a fault waits for a promotion; what the nemesis followed)
+// and the grants (what a fault after a grant followed), or, when it stops
+// on an anomaly, every event, which its online audit reads.
+func keptWhileRunning(opt Options) func(*history.Event) bool {
+	if len(opt.StopOn) > 0 {
+		return nil
+	}
+	return func(e *history.Event) bool {
+		return e.IsNemesis() || e.F == history.Acquire && e.Type == history.OK
+	}
+}
+
+// concludeFile checks the history at path as it is read.
+func concludeFile(path string, meta reports.Meta, opts checker.Options) (reports.Results, error) {
+	f, err := history.Open(path)
+	if err != nil {
+		return reports.Results{}, err
+	}
+	defer f.Close()
+	return reports.ConcludeStream(f, meta, opts)
 }
 
 // DefaultStore is the store the verbs use unless told: ./store.
