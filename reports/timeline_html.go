@@ -1,12 +1,12 @@
 package reports
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"image/color"
 	"io"
-	"strings"
 	"time"
 )
 
@@ -195,15 +195,34 @@ func WriteTimelineHTML(w io.Writer, name string, a *analysis, t Timeline, res Re
 		p.Faults = append(p.Faults, htmlFault{Fault: b.Fault, Target: b.Target, Detail: b.Detail,
 			Start: b.Start.Seconds(), End: b.End.Seconds(), Observed: b.Observed, Open: b.Open})
 	}
-	data, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	return templates.ExecuteTemplate(w, "timeline.html", struct {
+	// The data is encoded straight into the page, between the template's
+	// halves: a soak's is tens of megabytes, and a string of it to hand
+	// the template, escaped once more, would hold it three times over.
+	var shell bytes.Buffer
+	if err := templates.ExecuteTemplate(&shell, "timeline.html", struct {
 		Title string
 		Data  template.JS
-	}{name, template.JS(safeJSON(data))})
+	}{name, template.JS(dataMark)}); err != nil {
+		return err
+	}
+	head, tail, found := bytes.Cut(shell.Bytes(), []byte(dataMark))
+	if !found {
+		return fmt.Errorf("timeline.html's template has no place for its data")
+	}
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
+	// The encoder escapes <, > and &, so the data never closes its
+	// script element.
+	if err := json.NewEncoder(w).Encode(p); err != nil {
+		return err
+	}
+	_, err := w.Write(tail)
+	return err
 }
+
+// dataMark is where timeline.html's data goes in its rendered template.
+const dataMark = "TIMELINE_DATA_GOES_HERE"
 
 // cssColor is c as CSS at the opacity alpha: the PNG's fills carry the
 // opacities of overlays drawn on an image, and the page picks its own.
@@ -246,11 +265,6 @@ func htmlLegend(t Timeline, colors map[string]color.NRGBA) []htmlKey {
 		}
 	}
 	return keys
-}
-
-// safeJSON keeps JSON from closing the script element it is embedded in.
-func safeJSON(b []byte) string {
-	return strings.NewReplacer("</", `<\/`, "<!--", `<\!--`).Replace(string(b))
 }
 
 // opsToDraw picks the operations the page carries: all of them, or for a

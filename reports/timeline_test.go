@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -263,4 +264,32 @@ func timelinePageData(t *testing.T, page string) timelinePage {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// The data is encoded into the page as it is written, and what a client
+// or a finding says cannot end its script element: an error that reads
+// like the end of one arrives whole, and the page has one element of data.
+func TestTimelinePageDataCannotCloseItsScript(t *testing.T) {
+	events, res := pausedHolder()
+	const says = "</script><!-- <b>&"
+	events[5].Error = says
+	res.Checker.Findings[0].Narrative = says
+	var b strings.Builder
+	if err := WriteTimelineHTML(&b, "x", analyse(events), TimelineData(events, res), res); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if n := strings.Count(page, says); n != 0 {
+		t.Errorf("the page carries %q as it is, %d times", says, n)
+	}
+	data := timelinePageData(t, page)
+	if !slices.ContainsFunc(data.Ops, func(o htmlOp) bool { return o.Error == says }) {
+		t.Errorf("no operation's error reads %q after the round trip", says)
+	}
+	if !slices.ContainsFunc(data.Anomalies, func(a htmlAnomaly) bool { return a.Narrative == says }) {
+		t.Errorf("no anomaly's narrative reads %q after the round trip", says)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(page), "</html>") {
+		t.Errorf("the page does not end as its template does: %q", page[max(0, len(page)-80):])
+	}
 }
