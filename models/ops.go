@@ -73,10 +73,18 @@ func (o Outcome) String() string {
 }
 
 // Input is what a client asked, with the times the harness stamped.
+//
+// Input and Output hold only what the models step on and the page
+// describes, with the small fields side by side: a soak's longest key is
+// hundreds of thousands of them at once (LockOp).
 type Input struct {
-	Kind  Kind
-	Key   string
-	Token string
+	Kind Kind
+	// Anonymous marks an acquire whose token no other operation on its key
+	// uses. If its outcome is unknown, all that matters is that some lease
+	// may appear at any later time (see Lease.Lost).
+	Anonymous bool
+	Key       string
+	Token     string
 	// Invoke and Return bound the instant the operation took effect, in
 	// nanoseconds on the harness's clock. Return is Forever when the
 	// outcome is unknown.
@@ -84,15 +92,6 @@ type Input struct {
 	// TTL is the lease an acquire or extend asked for, in nanoseconds;
 	// Forever means no expiry. Releases carry none (0).
 	TTL int64
-	// Anonymous marks an acquire whose token no other operation on its key
-	// uses. If its outcome is unknown, all that matters is that some lease
-	// may appear at any later time (see Lease.Lost).
-	Anonymous bool
-	// Client and Process say who asked; Index is the history index of the
-	// invoke event. They only serve descriptions.
-	Client  int
-	Process history.Process
-	Index   int
 }
 
 // Output is what the client was told.
@@ -108,8 +107,6 @@ type Output struct {
 	// Holder is what a Read observed ("" for a free lock).
 	Holder string
 	Error  string
-	// Index is the history index of the completion event, -1 if none.
-	Index int
 }
 
 // Operations turns a history into porcupine operations: one per lock
@@ -129,7 +126,7 @@ func Operations(events []history.Event) ([]porcupine.Operation, error) {
 	for i := range events {
 		end = max(end, events[i].Time)
 	}
-	return fromOps(all, end, func(pos int) int { return events[pos].Index }), nil
+	return fromOps(all, end), nil
 }
 
 // LockOp is a lock operation in the models' own form: porcupine's
@@ -162,7 +159,7 @@ func FromLockOps(lockOps []*history.Op, end int64) []porcupine.Operation {
 // operation's key and token densely from 0 among lockOps (the caller has
 // them at hand; otherwise they are numbered here).
 func LockOps(dst []LockOp, lockOps []*history.Op, tokens []int32, end int64) []LockOp {
-	return fromLockOps(dst, lockOps, tokens, end, func(pos int) int { return pos })
+	return fromLockOps(dst, lockOps, tokens, end)
 }
 
 // Box turns operations into porcupine's form.
@@ -190,18 +187,18 @@ func unbox(ops []porcupine.Operation) []LockOp {
 	return out
 }
 
-func fromOps(all []history.Op, end int64, index func(pos int) int) []porcupine.Operation {
+func fromOps(all []history.Op, end int64) []porcupine.Operation {
 	lockOps := make([]*history.Op, 0, len(all))
 	for i := range all {
 		if all[i].Lease() {
 			lockOps = append(lockOps, &all[i])
 		}
 	}
-	return Box(fromLockOps(nil, lockOps, nil, end, index))
+	return Box(fromLockOps(nil, lockOps, nil, end))
 }
 
 // fromLockOps builds the operations, in the order given.
-func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64, index func(pos int) int) []LockOp {
+func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64) []LockOp {
 	end++ // after the last event: unknown outcomes land no later than "never"
 	// Each token once (by history.Op.TokenID, unique to a key and token):
 	// how many operations use it, and its acquire's ttl, for extends that
@@ -242,8 +239,7 @@ func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64, in
 		kind, _ := lockKind(o.F)
 		info := infos[ids[i]]
 		lane := ln.of(o.Process)
-		in := Input{Kind: kind, Key: o.Key, Token: o.Token, Invoke: o.InvT, Return: Forever,
-			Client: o.Client, Process: o.Process, Index: index(int(o.Inv))}
+		in := Input{Kind: kind, Key: o.Key, Token: o.Token, Invoke: o.InvT, Return: Forever}
 		switch {
 		case kind == Acquire || kind == Extend && o.TTLMs > 0:
 			in.TTL = o.TTLNs()
@@ -253,10 +249,9 @@ func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64, in
 				in.TTL = info.ttl
 			}
 		}
-		out := Output{Outcome: Info, Index: -1}
+		out := Output{Outcome: Info}
 		ret := end
 		if o.Finished() {
-			out.Index = index(int(o.Done))
 			if o.Type != history.Info {
 				out.Error, out.Fence = o.Error, o.Fence
 				out.Outcome = OK

@@ -297,9 +297,9 @@ func (sg segmenter) build(ops []LockOp, tokens tokenUses, cuts []int, lane int) 
 			key := ops[cut].Input.Key
 			seg = append(seg, LockOp{
 				ClientId: lane,
-				Input:    Input{Kind: seed, Key: key, Invoke: first - 1, Return: first - 1, Index: -1, Process: -1, Client: -1},
+				Input:    Input{Kind: seed, Key: key, Invoke: first - 1, Return: first - 1},
 				Call:     first - 1,
-				Output:   Output{Outcome: OK, Fence: fence, Index: -1},
+				Output:   Output{Outcome: OK, Fence: fence},
 				Return:   first - 1,
 				token:    -1,
 			})
@@ -307,12 +307,12 @@ func (sg segmenter) build(ops []LockOp, tokens tokenUses, cuts []int, lane int) 
 		seg = append(seg, copied...)
 		if lost != nil && !sg.fenced {
 			in := *lost
-			in.Token, in.Index, in.Process, in.Client = GhostToken, -1, -1, -1
+			in.Token = GhostToken
 			seg = append(seg, LockOp{
 				ClientId: lane,
 				Input:    in,
 				Call:     t,
-				Output:   Output{Outcome: Info, Index: -1},
+				Output:   Output{Outcome: Info},
 				Return:   t,
 				token:    -1,
 			})
