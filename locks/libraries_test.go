@@ -513,12 +513,16 @@ func checkPaired(t *testing.T, ops []Op) {
 // s. Three tries were not enough: in a clean-clone CI of 86f927e, with
 // three shards of cluster runs beside this package, three timed out in a
 // row within a second. A failed try gives its keys up before it returns.
+// Redlock's "no quorum" is tried again too: its node's answer can miss
+// redlock's per-node timeout on a loaded machine (a make test beside an
+// hour's soak, 0c19ca5: "0 of 1 nodes granted (i/o timeout)"), and
+// redlock releases whatever a failed acquire was granted.
 func acquireTrying(t *testing.T, l Locker, key, token string, ttl time.Duration) (Lease, error) {
 	t.Helper()
 	start := time.Now()
 	for try := 1; ; try++ {
 		a, err := l.Acquire(context.Background(), key, token, ttl)
-		if err == nil || Definite(err) || time.Since(start) > 3*time.Second {
+		if err == nil || Definite(err) && !errors.Is(err, ErrNoQuorum) || time.Since(start) > 3*time.Second {
 			return a, err
 		}
 		t.Logf("acquire %s, try %d: %v; trying again", token, try, err)
