@@ -43,13 +43,23 @@ func Check(events []history.Event, opts Options) (Result, error) {
 // events, which are few.
 func CheckStream(r io.Reader, opts Options) (Result, []history.Event, error) {
 	deadline := time.Now().Add(opts.timeout())
-	// A line is about 140 bytes, an operation two lines.
-	b := history.NewOfflineOpsBuilder(int(opts.SizeHint/280) + 1024)
+	b := streamBuilder(opts)
 	if err := history.StreamOps(r, b); err != nil {
 		return Result{}, nil, err
 	}
 	b.Done()
 	return check(b, opts, deadline), b.Nemesis(), nil
+}
+
+// streamBuilder is the builder CheckStream pairs into: on huge pages only
+// offline (Options.Offline), sized by the history's size.
+func streamBuilder(opts Options) *history.OpsBuilder {
+	// A line is about 140 bytes, an operation two lines.
+	capacity := int(opts.SizeHint/280) + 1024
+	if opts.Offline {
+		return history.NewOfflineOpsBuilder(capacity)
+	}
+	return history.NewOpsBuilder(capacity)
 }
 
 func check(b *history.OpsBuilder, opts Options, deadline time.Time) Result {

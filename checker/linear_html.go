@@ -96,12 +96,14 @@ func visualSegments(m models.Check, ops []models.LockOp, deadline time.Time) [][
 	}
 	if len(bad) == 0 {
 		bad = segs
-		n := 0
-		for i, seg := range segs {
-			if n += seg.Len(); n > maxVisualOps {
-				bad = segs[:max(i, 1)]
-				break
-			}
+	}
+	// Past the deadline every segment left is one porcupine did not
+	// finish: the page still draws only so many.
+	n := 0
+	for i, seg := range bad {
+		if n += seg.Len(); n > maxVisualOps {
+			bad = bad[:max(i, 1)]
+			break
 		}
 	}
 	_, parts := models.Boxed(bad)

@@ -138,6 +138,11 @@ type Options struct {
 	// SizeHint is the history's size in bytes, when known (CheckStream
 	// sizes its memory by it).
 	SizeHint int64
+	// Offline says the check is its process's one job (harness check,
+	// harness report): CheckStream then asks for huge pages
+	// (history.NewOfflineOpsBuilder), which a process running clients,
+	// such as the end of harness run, must not.
+	Offline bool
 }
 
 // DefaultTimeout is the check's time bound when Options.Timeout is 0.

@@ -52,3 +52,15 @@ func TestCheckStreamIsCheck(t *testing.T) {
 		})
 	}
 }
+
+// Only a check that is its process's one job asks for huge pages: the end
+// of harness run checks beside clients that may still be running in the
+// same process (a suite's other runs).
+func TestOnlyAnOfflineStreamAsksForHugePages(t *testing.T) {
+	if streamBuilder(Options{SizeHint: 1 << 26}).HugePages() {
+		t.Error("a check beside clients asks for huge pages")
+	}
+	if !streamBuilder(Options{SizeHint: 1 << 26, Offline: true}).HugePages() {
+		t.Error("an offline check does not ask for huge pages")
+	}
+}

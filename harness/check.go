@@ -100,13 +100,15 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	}
 	json.Unmarshal(meta.Spec, &spec)
 	protected, _ := resource.Lookup(spec.Resource)
-	opts := checker.Options{Slack: slack, Timeout: *timeout, Tables: tables, Database: protected.Database}
+	opts := checker.Options{Slack: slack, Timeout: *timeout, Tables: tables, Database: protected.Database, Offline: true}
 	// The history is checked as it is read, so that a soak's millions of
 	// events are never all in memory; the pages read it again for the few
 	// they tell one by one (reports.ReadRun).
 	var run *reports.Run
 	opts.SizeHint = history.Size(histPath)
-	if !render {
+	if render {
+		collectOften()
+	} else {
 		limitMemory(opts.SizeHint)
 	}
 	res, err := reports.ConcludeStream(hist, meta, opts)
@@ -249,6 +251,19 @@ func limitMemory(size int64) {
 	debug.SetMemoryLimit(max(256<<20, size/20*13))
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(-1)
+	}
+}
+
+// collectOften has Go's collector run when the heap has grown by a
+// quarter since the last collection, not doubled, unless GOGC says
+// otherwise: for the end of a run and for harness report, which hold a
+// soak's operations and porcupine's form of its longest key at once, and
+// whose garbage would otherwise double that in the process's memory. On
+// a 25-minute soak (536,970 events) report peaked at 169 MB instead of
+// 229 MB, in 2.4 s instead of 2.6 s.
+func collectOften() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(25)
 	}
 }
 

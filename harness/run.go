@@ -85,7 +85,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(stderr)
 	defer stop()
 	defer proc.KillAll()
-	opt := runner.Options{Store: *store, CheckTimeout: *checkTimeout, StopOn: stopKinds}
+	opt := runner.Options{Store: *store, CheckTimeout: *checkTimeout, StopOn: stopKinds, BeforeCheck: collectOften}
 	if !*quiet {
 		opt.Progress = stderr
 	}

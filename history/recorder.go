@@ -89,7 +89,8 @@ func (r *Recorder) write() {
 }
 
 // Close writes every pending line and stops writing; events recorded after
-// it are kept in memory only. It returns the first error writing the
+// it are written nowhere, and kept in memory as any other (all of them, or
+// those a streaming recorder keeps). It returns the first error writing the
 // history, as Err does.
 func (r *Recorder) Close() error {
 	if r.closed != nil {

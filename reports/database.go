@@ -44,8 +44,8 @@ func (a *analysis) findingRows(t *history.Tables, f checker.Finding) *rowTable {
 	}
 	tokens := map[string]bool{}
 	for _, idx := range f.Events {
-		p, _ := a.events.position(idx)
-		if e := a.events.at(p); e != nil && e.F == history.Write && e.Token != "" {
+		p, ok := a.events.position(idx)
+		if e := a.events.at(p); ok && e != nil && e.F == history.Write && e.Token != "" {
 			tokens[e.Token] = true
 		}
 	}

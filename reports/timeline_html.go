@@ -195,9 +195,9 @@ func WriteTimelineHTML(w io.Writer, name string, a *analysis, t Timeline, res Re
 		p.Faults = append(p.Faults, htmlFault{Fault: b.Fault, Target: b.Target, Detail: b.Detail,
 			Start: b.Start.Seconds(), End: b.End.Seconds(), Observed: b.Observed, Open: b.Open})
 	}
-	// The data is encoded straight into the page, between the template's
-	// halves: a soak's is tens of megabytes, and a string of it to hand
-	// the template, escaped once more, would hold it three times over.
+	// The data is encoded into the page between the template's halves: a
+	// soak's is tens of megabytes, and a string of it to hand the
+	// template, escaped once more, would hold it three times over.
 	var shell bytes.Buffer
 	if err := templates.ExecuteTemplate(&shell, "timeline.html", struct {
 		Title string
@@ -205,6 +205,8 @@ func WriteTimelineHTML(w io.Writer, name string, a *analysis, t Timeline, res Re
 	}{name, template.JS(dataMark)}); err != nil {
 		return err
 	}
+	// The mark holds a '<', which the title's escaping turns into
+	// "&lt;": only the data's place holds it as it is.
 	head, tail, found := bytes.Cut(shell.Bytes(), []byte(dataMark))
 	if !found {
 		return fmt.Errorf("timeline.html's template has no place for its data")
@@ -222,7 +224,7 @@ func WriteTimelineHTML(w io.Writer, name string, a *analysis, t Timeline, res Re
 }
 
 // dataMark is where timeline.html's data goes in its rendered template.
-const dataMark = "TIMELINE_DATA_GOES_HERE"
+const dataMark = "<timeline data>"
 
 // cssColor is c as CSS at the opacity alpha: the PNG's fills carry the
 // opacities of overlays drawn on an image, and the page picks its own.

@@ -48,6 +48,10 @@ type Options struct {
 	// reset, and keeps the run's topology afterwards (see Topologies);
 	// runs with a database start fresh.
 	Reuse *Topologies
+	// BeforeCheck, if set, is called once the run has stopped and before
+	// its history is checked and drawn: harness run, whose process holds
+	// this one run, tunes its collector for that end there.
+	BeforeCheck func()
 }
 
 // Outcome is a finished run.
@@ -171,13 +175,19 @@ func Run(ctx context.Context, plan scenario.Plan, opt Options) (Outcome, error) 
 	}
 	// The history is checked and drawn from its file, as harness report
 	// does, for the recorder kept only a few of its events.
+	if opt.BeforeCheck != nil {
+		opt.BeforeCheck()
+	}
 	histPath := histFile.Name()
 	results, err := concludeFile(histPath, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout, Tables: tables,
 		Database: plan.Resource.Database, SizeHint: history.Size(histPath)})
-	if err != nil {
-		return out, cmp.Or(runErr, fmt.Errorf("checking the history: %w", err))
-	}
 	out.Results = results
+	if err != nil {
+		if werr := reports.WriteResults(dir, results); werr != nil {
+			logf("writing results.json: %v", werr)
+		}
+		return out, cmp.Or(runErr, err)
+	}
 	err = ran.followedErr
 	if err == nil {
 		err = reports.WriteRunFrom(dir, histPath, results, true, false)
@@ -206,14 +216,32 @@ func keptWhileRunning(opt Options) func(*history.Event) bool {
 	}
 }
 
-// concludeFile checks the history at path as it is read.
+// concludeFile checks the history at path as it is read. A history that
+// cannot be read to its end (a recorder that could not write it whole
+// leaves a torn line) is no verdict: the results it returns with the
+// error say the run failed, and why.
 func concludeFile(path string, meta reports.Meta, opts checker.Options) (reports.Results, error) {
-	f, err := history.Open(path)
-	if err != nil {
-		return reports.Results{}, err
+	res, err := func() (reports.Results, error) {
+		f, err := history.Open(path)
+		if err != nil {
+			return reports.Results{}, err
+		}
+		defer f.Close()
+		return reports.ConcludeStream(f, meta, opts)
+	}()
+	if err == nil {
+		return res, nil
 	}
-	defer f.Close()
-	return reports.ConcludeStream(f, meta, opts)
+	err = fmt.Errorf("checking the history: %w", err)
+	failed := &reports.RunError{Stage: reports.StageRun, Message: err.Error()}
+	if meta.Error != nil {
+		failed.Stage, failed.Message = meta.Error.Stage, meta.Error.Message+"; "+err.Error()
+	}
+	meta.Error = failed
+	if res, cerr := reports.Conclude(nil, meta, opts); cerr == nil {
+		return res, err
+	}
+	return reports.Results{Valid: checker.Failed, Error: failed}, err
 }
 
 // DefaultStore is the store the verbs use unless told: ./store.
