@@ -144,20 +144,15 @@ type LockOp struct {
 	token int32
 }
 
-// FromLockOps is Operations for lock operations already paired (see
+// LockOps is Operations for lock operations already paired (see
 // history.Ops) and picked out (of one key, say), in invoke order, of a
-// history that validates, so that an operation's positions are its events'
-// indexes; end is the time of the history's last event. The operations
-// must come from a history.OpsBuilder (history.Ops, history.BuildOps),
-// which numbers their tokens (history.Op.TokenID).
-func FromLockOps(lockOps []*history.Op, end int64) []porcupine.Operation {
-	return Box(LockOps(nil, lockOps, nil, end))
-}
-
-// LockOps is FromLockOps in the models' own form, written over dst's
-// array when it is large enough. tokens, if not nil, numbers each
-// operation's key and token densely from 0 among lockOps (the caller has
-// them at hand; otherwise they are numbered here).
+// history that validates, in the models' own form, written over dst's
+// array when it is large enough; end is the time of the history's last
+// event. The operations must come from a history.OpsBuilder (history.Ops,
+// history.BuildOps), which numbers their tokens (history.Op.TokenID).
+// tokens, if not nil, numbers each operation's key and token densely from
+// 0 among lockOps (the caller has them at hand; otherwise they are
+// numbered here).
 func LockOps(dst []LockOp, lockOps []*history.Op, tokens []int32, end int64) []LockOp {
 	return fromLockOps(dst, lockOps, tokens, end)
 }
