@@ -105,7 +105,7 @@ func TestLibraryRecipesExcludeReleaseAndReacquire(t *testing.T) {
 			l, _ := libLocker(t, tc.spec, clients)
 			other, _ := libLocker(t, tc.spec, clients)
 			const ttl = 2 * time.Second
-			a, err := l.Acquire(ctx, "k", "A", ttl)
+			a, err := acquireTrying(t, l, "k", "A", ttl)
 			if err != nil {
 				t.Fatalf("first acquire: %v", err)
 			}
