@@ -11,7 +11,6 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/lockharness/lockharness/history"
-	"github.com/lockharness/lockharness/internal/hugepages"
 	"github.com/lockharness/lockharness/models"
 )
 
@@ -38,28 +37,26 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 		elapsed  []time.Duration
 	}
 	results := make([]keyResult, len(keys))
-	longest := 0
-	for _, k := range keys {
-		longest = max(longest, len(k.ops))
-	}
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(runtime.NumCPU(), max(1, len(keys))) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ops := make([]models.LockOp, 0, longest) // reused: nothing keeps a key's
-			if c.huge {
-				hugepages.Advise(ops)
-			}
+			var buf []models.LockOp // reused: nothing keeps a key's segments
 			for k := range next {
-				ops = keys[k].lockOps(ops, c.end)
-				r := keyResult{ops: len(ops)}
+				key := models.NewKey(keys[k].len(), keys[k].op)
+				r := keyResult{ops: key.Len()}
 				for _, m := range checks {
 					start := time.Now()
-					segs := m.model.Segments(ops)
-					r.segments = append(r.segments, len(segs))
-					r.results = append(r.results, checkSegments(m.model, segs, deadline))
+					s := newSearch(m.model, deadline)
+					segments := 0
+					buf = m.model.EachSegment(key, c.end, buf, func(seg models.Segment) bool {
+						segments++
+						return s.add(seg)
+					})
+					r.segments = append(r.segments, segments)
+					r.results = append(r.results, s.done())
 					r.elapsed = append(r.elapsed, time.Since(start))
 				}
 				results[k] = r
@@ -106,18 +103,34 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 	}
 }
 
-// keyOps is one key's lock operations, and their tokens numbered from 0
-// (by Op.TokenID, which is unique to a key and token): what the models
-// index by.
+// keyOps is one key's lock operations, in invoke order: positions in the
+// history's operations, and each token's number among its key's (by
+// Op.TokenID, which is unique to a key and token), what the models index
+// by. Four bytes an operation: a soak's keys hold millions.
 type keyOps struct {
-	name   string
-	ops    []*history.Op
-	tokens []int32
+	name string
+	all  []history.Op
+	at   []int32
+	// local is shared by every key.
+	local []int32
 }
 
-// lockOps builds the key's operations in the models' form into dst.
+func (k keyOps) len() int { return len(k.at) }
+
+// op is the key's i-th operation and its token's number.
+func (k keyOps) op(i int) (*history.Op, int32) {
+	o := &k.all[k.at[i]]
+	return o, k.local[o.TokenID]
+}
+
+// lockOps builds the whole key in the models' form into dst, for a page
+// that draws it.
 func (k keyOps) lockOps(dst []models.LockOp, end int64) []models.LockOp {
-	return models.LockOps(dst, k.ops, k.tokens, end)
+	ops, tokens := make([]*history.Op, k.len()), make([]int32, k.len())
+	for i := range ops {
+		ops[i], tokens[i] = k.op(i)
+	}
+	return models.LockOps(dst, ops, tokens, end)
 }
 
 // lockOpsByKey picks out each key's lock operations, by key name, and
@@ -137,11 +150,11 @@ func lockOpsByKey(ops []history.Op, keyNames []string, tokens int) (keys []keyOp
 			fenced = fenced || o.F == history.Acquire && o.Finished() && o.Type != history.Info && o.Fence != 0
 		}
 	}
+	local := make([]int32, tokens)
 	byKey := make([]keyOps, len(count))
 	for k, n := range count {
-		byKey[k] = keyOps{name: keyNames[k], ops: make([]*history.Op, 0, n), tokens: make([]int32, 0, n)}
+		byKey[k] = keyOps{name: keyNames[k], all: ops, at: make([]int32, 0, n), local: local}
 	}
-	local := make([]int32, tokens)
 	seen := make([]int32, len(count))
 	for i := range ops {
 		o := &ops[i]
@@ -153,11 +166,13 @@ func lockOpsByKey(ops []history.Op, keyNames []string, tokens int) (keys []keyOp
 			local[o.TokenID] = seen[o.KeyID]
 		}
 		k := &byKey[o.KeyID]
-		k.ops = append(k.ops, o)
-		k.tokens = append(k.tokens, local[o.TokenID]-1)
+		k.at = append(k.at, int32(i))
+	}
+	for i := range local {
+		local[i]-- // numbered from 1 above, so that 0 was "not yet"
 	}
 	for _, k := range byKey {
-		if len(k.ops) > 0 {
+		if k.len() > 0 {
 			keys = append(keys, k)
 		}
 	}
@@ -165,51 +180,77 @@ func lockOpsByKey(ops []history.Op, keyNames []string, tokens int) (keys []keyOp
 	return keys, fenced
 }
 
-// checkSegments checks one key whose partition into segments is already
-// known. A segment with a witness (models.Check.Witnessed) is
-// linearizable, and that is most segments of a working lock; porcupine
-// searches only the others, a batch of at most hardBatch operations at a
-// time (or one longer segment), each on every core.
-func checkSegments(m models.Check, segments []models.Segment, deadline time.Time) porcupine.CheckResult {
-	var hard []models.Segment
-	for _, seg := range segments {
-		if !m.Witnessed(seg) {
-			hard = append(hard, seg)
-		}
-	}
-	result := porcupine.Ok
-	for _, batch := range batches(hard, hardBatch) {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return porcupine.Unknown
-		}
-		rest, parts := models.Boxed(batch)
-		model := m.Porcupine
-		model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return parts }
-		switch porcupine.CheckOperationsTimeout(model, rest, left) {
-		case porcupine.Illegal:
-			return porcupine.Illegal
-		case porcupine.Unknown:
-			result = porcupine.Unknown
-		}
-	}
-	return result
+// search checks one key's segments as they come (models.Check.EachSegment).
+// A segment with a witness (models.Check.Witnessed) is linearizable, and
+// that is most segments of a working lock; porcupine searches only the
+// others, a batch of at most hardBatch operations at a time (or one longer
+// segment), each on every core, by the deadline.
+type search struct {
+	deadline time.Time
+	limit    int
+	// witnessed and porcupine are the model's; a test's may count instead.
+	witnessed func(models.Segment) bool
+	porcupine func(batch []models.Segment, deadline time.Time) porcupine.CheckResult
+	batch     []models.Segment
+	n         int
+	result    porcupine.CheckResult
+	stopped   bool
 }
 
-// batches cuts segments, in order, into runs of at most limit operations,
-// or of one longer segment.
-func batches(segs []models.Segment, limit int) [][]models.Segment {
-	var out [][]models.Segment
-	for len(segs) > 0 {
-		n, i := segs[0].Len(), 1
-		for i < len(segs) && n+segs[i].Len() <= limit {
-			n += segs[i].Len()
-			i++
-		}
-		out = append(out, segs[:i])
-		segs = segs[i:]
+func newSearch(m models.Check, deadline time.Time) *search {
+	check := func(batch []models.Segment, deadline time.Time) porcupine.CheckResult {
+		ops, parts := models.Boxed(batch)
+		model := m.Porcupine
+		model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return parts }
+		return porcupine.CheckOperationsTimeout(model, ops, time.Until(deadline))
 	}
-	return out
+	return &search{deadline: deadline, limit: hardBatch, witnessed: m.Witnessed, porcupine: check, result: porcupine.Ok}
+}
+
+// add takes the next segment, keeping a copy if porcupine must search it,
+// and reports whether more may change the result.
+func (s *search) add(seg models.Segment) bool {
+	if s.witnessed(seg) {
+		return true
+	}
+	if s.n > 0 && s.n+seg.Len() > s.limit && !s.flush() {
+		return false
+	}
+	// A copy: the segment's arrays are reused for the next.
+	ops := make([]models.LockOp, 0, seg.Len())
+	s.batch = append(s.batch, models.Segment{Ops: append(append(ops, seg.Lead...), seg.Ops...)})
+	s.n += seg.Len()
+	return true
+}
+
+// flush checks the batch, and reports whether the search goes on: it
+// stops at a segment that is not linearizable, or at the deadline.
+func (s *search) flush() bool {
+	if len(s.batch) == 0 {
+		return true
+	}
+	batch := s.batch
+	s.batch, s.n = nil, 0
+	if time.Until(s.deadline) <= 0 {
+		s.result, s.stopped = porcupine.Unknown, true
+		return false
+	}
+	switch s.porcupine(batch, s.deadline) {
+	case porcupine.Illegal:
+		s.result, s.stopped = porcupine.Illegal, true
+		return false
+	case porcupine.Unknown:
+		s.result = porcupine.Unknown
+	}
+	return true
+}
+
+// done checks what is left and returns the key's result.
+func (s *search) done() porcupine.CheckResult {
+	if !s.stopped {
+		s.flush()
+	}
+	return s.result
 }
 
 // hardBatch bounds the operations porcupine's form holds at once: it

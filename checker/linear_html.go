@@ -70,12 +70,11 @@ func WriteLinearHTML(path string, events []history.Event, res Result) error {
 	// a hundred thousand.
 	var parts [][]porcupine.Operation
 	for _, k := range keys {
-		ops := k.lockOps(nil, end)
-		if len(ops) <= maxVisualOps {
-			parts = append(parts, model.Partition(models.Box(ops))...)
+		if k.len() <= maxVisualOps {
+			parts = append(parts, model.Partition(models.Box(k.lockOps(nil, end)))...)
 			continue
 		}
-		parts = append(parts, visualSegments(segmented, ops, deadline)...)
+		parts = append(parts, visualSegments(segmented, k, end, deadline)...)
 	}
 	model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return parts }
 	// porcupine reads the history only through Partition.
@@ -85,29 +84,48 @@ func WriteLinearHTML(path string, events []history.Event, res Result) error {
 }
 
 // visualSegments picks the segments of a long key worth drawing: those
-// that are not linearizable, or else the first ones.
-func visualSegments(m models.Check, ops []models.LockOp, deadline time.Time) [][]porcupine.Operation {
-	segs := m.Segments(ops)
-	var bad []models.Segment
-	for _, seg := range segs {
-		if checkSegments(m, []models.Segment{seg}, deadline) != porcupine.Ok {
-			bad = append(bad, seg)
+// that are not linearizable, or else the first ones, no more than
+// maxVisualOps operations of either. Past the deadline every segment left
+// is one porcupine did not finish, and counts as not linearizable.
+func visualSegments(m models.Check, k keyOps, end int64, deadline time.Time) [][]porcupine.Operation {
+	var bad, first pick
+	m.EachSegment(models.NewKey(k.len(), k.op), end, nil, func(seg models.Segment) bool {
+		s := newSearch(m, deadline)
+		s.add(seg)
+		if s.done() != porcupine.Ok {
+			bad.keep(seg)
+		} else if len(bad.segs) == 0 {
+			first.keep(seg)
 		}
+		return !bad.full
+	})
+	if len(bad.segs) == 0 {
+		bad = first
 	}
-	if len(bad) == 0 {
-		bad = segs
-	}
-	// Past the deadline every segment left is one porcupine did not
-	// finish: the page still draws only so many.
-	n := 0
-	for i, seg := range bad {
-		if n += seg.Len(); n > maxVisualOps {
-			bad = bad[:max(i, 1)]
-			break
-		}
-	}
-	_, parts := models.Boxed(bad)
+	_, parts := models.Boxed(bad.segs)
 	return parts
+}
+
+// pick keeps copies of the first segments it is given, as many as
+// maxVisualOps operations hold, and at least one.
+type pick struct {
+	segs []models.Segment
+	n    int
+	full bool
+}
+
+func (p *pick) keep(seg models.Segment) {
+	if p.full {
+		return
+	}
+	if p.n > 0 && p.n+seg.Len() > maxVisualOps {
+		p.full = true
+		return
+	}
+	ops := make([]models.LockOp, 0, seg.Len())
+	p.segs = append(p.segs, models.Segment{Ops: append(append(ops, seg.Lead...), seg.Ops...)})
+	p.n += seg.Len()
+	p.full = p.n >= maxVisualOps
 }
 
 // annotations marks the fault windows and the findings on the timeline;

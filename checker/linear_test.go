@@ -3,6 +3,9 @@ package checker
 import (
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
 
 	"github.com/lockharness/lockharness/models"
 )
@@ -13,18 +16,38 @@ import (
 func TestHardSegmentsAreBatchedWholeAndInOrder(t *testing.T) {
 	seg := func(n int) models.Segment { return models.Segment{Ops: make([]models.LockOp, n)} }
 	lengths := []int{3, 9, 4, 4, 12, 1, 1, 1, 10, 2}
-	var segs []models.Segment
-	for _, n := range lengths {
-		segs = append(segs, seg(n))
-	}
-	for _, limit := range []int{1, 5, 10, 100} {
-		var got []int
-		for _, b := range batches(segs, limit) {
-			n := 0
-			for _, s := range b {
-				n += s.Len()
-				got = append(got, s.Len())
+	// batchesOf feeds the segments to a search whose porcupine answers
+	// answer, and returns the batches it was handed, by their segments'
+	// lengths, and the result.
+	batchesOf := func(limit int, answer porcupine.CheckResult, deadline time.Time) ([][]int, porcupine.CheckResult) {
+		var shape [][]int
+		s := &search{deadline: deadline, limit: limit, result: porcupine.Ok,
+			witnessed: func(models.Segment) bool { return false },
+			porcupine: func(batch []models.Segment, _ time.Time) porcupine.CheckResult {
+				var ls []int
+				for _, b := range batch {
+					ls = append(ls, b.Len())
+				}
+				shape = append(shape, ls)
+				return answer
+			}}
+		for _, n := range lengths {
+			if !s.add(seg(n)) {
+				break
 			}
+		}
+		return shape, s.done()
+	}
+	later := time.Now().Add(time.Hour)
+	for _, limit := range []int{1, 5, 10, 100} {
+		shape, result := batchesOf(limit, porcupine.Ok, later)
+		var got []int
+		for _, b := range shape {
+			n := 0
+			for _, l := range b {
+				n += l
+			}
+			got = append(got, b...)
 			if n > limit && len(b) > 1 {
 				t.Errorf("limit %d: a batch of %d segments holds %d operations", limit, len(b), n)
 			}
@@ -35,19 +58,28 @@ func TestHardSegmentsAreBatchedWholeAndInOrder(t *testing.T) {
 		if !slices.Equal(got, lengths) {
 			t.Errorf("limit %d: the batches hold segments of %v, want %v", limit, got, lengths)
 		}
-	}
-	var shape [][]int
-	for _, b := range batches(segs, 10) {
-		var ls []int
-		for _, s := range b {
-			ls = append(ls, s.Len())
+		if result != porcupine.Ok {
+			t.Errorf("limit %d: every batch ok, and the search says %s", limit, result)
 		}
-		shape = append(shape, ls)
 	}
+	shape, _ := batchesOf(10, porcupine.Ok, later)
 	if want := [][]int{{3}, {9}, {4, 4}, {12}, {1, 1, 1}, {10}, {2}}; !slices.EqualFunc(shape, want, slices.Equal) {
 		t.Errorf("limit 10: batches of %v, want %v", shape, want)
 	}
-	if b := batches(nil, 10); len(b) != 0 {
-		t.Errorf("no segments gave %d batches", len(b))
+	// A batch not linearizable ends the search; one unknown does not.
+	if shape, result := batchesOf(10, porcupine.Illegal, later); len(shape) != 1 || result != porcupine.Illegal {
+		t.Errorf("porcupine finding the first batch illegal: %d batches checked, result %s; want 1, illegal", len(shape), result)
+	}
+	if shape, result := batchesOf(10, porcupine.Unknown, later); len(shape) != 7 || result != porcupine.Unknown {
+		t.Errorf("porcupine unknown on every batch: %d batches checked, result %s; want 7, unknown", len(shape), result)
+	}
+	// Past the deadline nothing is handed to porcupine.
+	if shape, result := batchesOf(10, porcupine.Ok, time.Now().Add(-time.Second)); len(shape) != 0 || result != porcupine.Unknown {
+		t.Errorf("past the deadline: %d batches checked, result %s; want 0, unknown", len(shape), result)
+	}
+	// Witnessed segments are not searched, and no segments is no batch.
+	s := newSearch(models.LeaseLockCheck(0), later)
+	if s.done() != porcupine.Ok || len(s.batch) != 0 {
+		t.Errorf("a search of no segments: %s", s.done())
 	}
 }

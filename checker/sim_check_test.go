@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -149,6 +150,67 @@ func TestSegmentsAgreeWithWholeKeys(t *testing.T) {
 		if segments < int(4*seeds) {
 			t.Errorf("too few cuts to test segmentation: %d segments in %d runs", segments, 2*seeds)
 		}
+	}
+}
+
+// TestEachSegmentCutsAsSegmentsDoes holds the segments built as a key's
+// operations come (models.Check.EachSegment, what the checker runs) to
+// those of the key built whole (Segments, what porcupine's Partition
+// runs), for runs of correct and broken servers, segments as short as the
+// cuts allow and as long as the checker's, and both models; and asserts
+// that a key cut into segments is never held whole.
+func TestEachSegmentCutsAsSegmentsDoes(t *testing.T) {
+	seeds := int64(100)
+	if testing.Short() {
+		seeds = 40
+	}
+	sl := simSlackMs * time.Millisecond
+	own := func(segs []models.Segment) []models.Segment {
+		var out []models.Segment
+		for _, s := range segs {
+			out = append(out, models.Segment{Lead: append([]models.LockOp(nil), s.Lead...), Ops: append([]models.LockOp(nil), s.Ops...)})
+		}
+		return out
+	}
+	var keys, cut, bounded int
+	for _, m := range []mutation{correct, grantsEarly, forgetsKeys, ignoresToken, extendsAfterExpiry} {
+		for seed := int64(0); seed < seeds; seed++ {
+			c := newChecker(history.BuildOps(simulate(mutationConfig(seed, m))), Options{Slack: sl})
+			byKey, _ := c.lockOpsByKey()
+			for _, k := range byKey {
+				for _, p := range []models.Partitioning{{MinSegment: 1}, {MinSegment: 10}, {}} {
+					for _, check := range []models.Check{models.LeaseLockCheck(sl).Partitioned(p), models.FencedMutexCheck().Partitioned(p)} {
+						want := own(check.Segments(k.lockOps(nil, c.end)))
+						var got []models.Segment
+						buf := check.EachSegment(models.NewKey(k.len(), k.op), c.end, nil, func(s models.Segment) bool {
+							got = append(got, own([]models.Segment{s})...)
+							return true
+						})
+						if !reflect.DeepEqual(got, want) {
+							t.Fatalf("%s seed %d key %s, segments of at least %d: EachSegment built %d segments, Segments %d, and they differ",
+								m, seed, k.name, p.MinSegment, len(got), len(want))
+						}
+						keys++
+						if len(want) > 2 {
+							cut++
+							if cap(buf) < k.len() {
+								bounded++
+							}
+						}
+						// A walk stopped by yield stops.
+						calls := 0
+						check.EachSegment(models.NewKey(k.len(), k.op), c.end, nil, func(models.Segment) bool { calls++; return false })
+						if calls != 1 {
+							t.Fatalf("%s seed %d: yield refused the first segment and was called %d times", m, seed, calls)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d keys built both ways, %d cut into more than 2 segments, %d of them never held whole", keys, cut, bounded)
+	if cut < keys/2 || bounded < cut*9/10 {
+		t.Errorf("of %d keys, %d were cut into more than 2 segments and %d of those were never held whole: too few to test the walk", keys, cut, bounded)
 	}
 }
 

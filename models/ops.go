@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -194,15 +195,6 @@ func fromOps(all []history.Op, end int64) []porcupine.Operation {
 
 // fromLockOps builds the operations, in the order given.
 func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64) []LockOp {
-	end++ // after the last event: unknown outcomes land no later than "never"
-	// Each token once (by history.Op.TokenID, unique to a key and token):
-	// how many operations use it, and its acquire's ttl, for extends that
-	// name none. ids is each operation's number for it among this key's.
-	type tokenInfo struct {
-		uses   int
-		ttl    int64
-		hasTTL bool
-	}
 	if ids == nil {
 		local := make(map[int32]int32, len(lockOps)/2)
 		ids = make([]int32, len(lockOps))
@@ -215,51 +207,101 @@ func fromLockOps(dst []LockOp, lockOps []*history.Op, ids []int32, end int64) []
 			ids[i] = id
 		}
 	}
-	var n int32
-	for _, id := range ids {
-		n = max(n, id+1)
-	}
-	infos := make([]tokenInfo, n)
-	for i, o := range lockOps {
-		id := ids[i]
-		infos[id].uses++
-		if o.F == history.Acquire {
-			infos[id].ttl, infos[id].hasTTL = o.TTLNs(), true
-		}
-	}
-
-	var ln lanes
+	k := scanKey(len(lockOps), func(i int) (*history.Op, int32) { return lockOps[i], ids[i] })
 	ops := slices.Grow(dst[:0], len(lockOps))[:len(lockOps)]
 	for i, o := range lockOps {
-		kind, _ := lockKind(o.F)
-		info := infos[ids[i]]
-		lane := ln.of(o.Process)
-		in := Input{Kind: kind, Key: o.Key, Token: o.Token, Invoke: o.InvT, Return: Forever}
-		switch {
-		case kind == Acquire || kind == Extend && o.TTLMs > 0:
-			in.TTL = o.TTLNs()
-		case kind == Extend:
-			in.TTL = history.Forever
-			if info.hasTTL {
-				in.TTL = info.ttl
-			}
-		}
-		out := Output{Outcome: Info}
-		ret := end
-		if o.Finished() {
-			if o.Type != history.Info {
-				out.Error, out.Fence = o.Error, o.Fence
-				out.Outcome = OK
-				if o.Type == history.Fail {
-					out.Outcome, out.Rejected = Fail, !o.AboutTheLock()
-				}
-				in.Return, ret = o.DoneT, o.DoneT
-			}
-		}
-		in.Anonymous = kind == Acquire && info.uses == 1
-		ops[i] = LockOp{ClientId: lane, Input: in, Call: o.InvT, Output: out, Return: ret, token: ids[i]}
+		ops[i] = k.lockOp(o, ids[i], end)
 	}
 	return ops
+}
+
+// keyScan is what building a key's operations, and cutting them into
+// segments as they come, needs to know before the first: each token's
+// (by its number among the key's) uses, the lanes of the key's processes,
+// and whether the operations come in invoke order with no token acquired
+// twice.
+type keyScan struct {
+	infos  []tokenInfo
+	uses   tokenUses
+	lanes  lanes
+	reused bool
+	sorted bool
+}
+
+// tokenInfo is how many of a key's operations use a token, and its
+// acquire's ttl, for extends that name none.
+type tokenInfo struct {
+	uses   int
+	ttl    int64
+	hasTTL bool
+}
+
+// scanKey reads a key's n operations, op(i) being the i-th in the order
+// they will be built, with its token's number among the key's.
+func scanKey(n int, op func(int) (*history.Op, int32)) *keyScan {
+	k := &keyScan{sorted: true}
+	last := int64(math.MinInt64)
+	for i := range n {
+		o, id := op(i)
+		if int(id) >= len(k.infos) {
+			k.infos = append(k.infos, make([]tokenInfo, int(id)+1-len(k.infos))...)
+			for len(k.uses) < len(k.infos) {
+				k.uses = append(k.uses, tokenUse{acquire: -1})
+			}
+		}
+		info, u := &k.infos[id], &k.uses[id]
+		info.uses++
+		k.lanes.of(o.Process)
+		k.sorted = k.sorted && o.InvT >= last
+		last = o.InvT
+		switch o.F {
+		case history.Acquire:
+			info.ttl, info.hasTTL = o.TTLNs(), true
+			k.reused = k.reused || u.acquire >= 0
+			u.acquire, u.outcome = i, outcome(o)
+		case history.Extend:
+			u.unknownExtend = u.unknownExtend || outcome(o) == Info
+		}
+	}
+	return k
+}
+
+// outcome is what a lock operation's client was told.
+func outcome(o *history.Op) Outcome {
+	switch {
+	case !o.Finished() || o.Type == history.Info:
+		return Info
+	case o.Type == history.Fail:
+		return Fail
+	}
+	return OK
+}
+
+// lockOp builds one of the key's operations; id is its token's number
+// among the key's, end the time of the history's last event.
+func (k *keyScan) lockOp(o *history.Op, id int32, end int64) LockOp {
+	end++ // after the last event: unknown outcomes land no later than "never"
+	kind, _ := lockKind(o.F)
+	info := k.infos[id]
+	in := Input{Kind: kind, Key: o.Key, Token: o.Token, Invoke: o.InvT, Return: Forever}
+	switch {
+	case kind == Acquire || kind == Extend && o.TTLMs > 0:
+		in.TTL = o.TTLNs()
+	case kind == Extend:
+		in.TTL = history.Forever
+		if info.hasTTL {
+			in.TTL = info.ttl
+		}
+	}
+	out := Output{Outcome: outcome(o)}
+	ret := end
+	if out.Outcome != Info {
+		out.Error, out.Fence = o.Error, o.Fence
+		out.Rejected = out.Outcome == Fail && !o.AboutTheLock()
+		in.Return, ret = o.DoneT, o.DoneT
+	}
+	in.Anonymous = kind == Acquire && info.uses == 1
+	return LockOp{ClientId: k.lanes.of(o.Process), Input: in, Call: o.InvT, Output: out, Return: ret, token: id}
 }
 
 // lanes numbers processes densely in order of appearance: porcupine draws

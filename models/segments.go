@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/lockharness/lockharness/history"
 )
 
 // Partitioning says how a model splits a history for porcupine.
@@ -163,16 +165,19 @@ func byCall(a, b LockOp) int { return cmp.Compare(a.Call, b.Call) }
 // model's state stands for its landing later (see Partitioning).
 func pin(ops []LockOp, tokens tokenUses) {
 	for i := range ops {
-		o := &ops[i]
-		if o.Output.Outcome != Info {
-			continue
-		}
-		in := &o.Input
-		u := tokens.at(o)
-		acquired := u.acquire >= 0 && u.outcome != Info
-		if in.Kind == Acquire && in.Anonymous || (in.Kind == Release || in.Kind == Extend) && acquired {
-			o.Return = o.Call
-		}
+		pinOne(&ops[i], tokens)
+	}
+}
+
+func pinOne(o *LockOp, tokens tokenUses) {
+	if o.Output.Outcome != Info {
+		return
+	}
+	in := &o.Input
+	u := tokens.at(o)
+	acquired := u.acquire >= 0 && u.outcome != Info
+	if in.Kind == Acquire && in.Anonymous || (in.Kind == Release || in.Kind == Extend) && acquired {
+		o.Return = o.Call
 	}
 }
 
@@ -200,44 +205,70 @@ type grant struct {
 // is certainly free then.
 func (sg segmenter) cuts(ops []LockOp, tokens tokenUses, minSeg int) []int {
 	var cuts []int
-	var open []grant
-	lastRet := int64(math.MinInt64)
-	start := 0
+	c := newCutter(sg, tokens, minSeg)
 	for i := range ops {
-		call := ops[i].Call
-		if i-start >= minSeg && lastRet < call && allOver(open, call) {
+		if c.before(i, &ops[i]) {
 			cuts = append(cuts, i)
-			start = i
-			open = open[:0]
 		}
-		in, out := &ops[i].Input, &ops[i].Output
-		if out.Outcome == Info {
-			continue
-		}
-		lastRet = max(lastRet, ops[i].Return)
-		if out.Outcome != OK {
-			continue
-		}
-		switch in.Kind {
-		case Acquire, Extend:
-			until := Forever
-			if !sg.fenced && in.TTL != Forever && !tokens.at(&ops[i]).unknownExtend {
-				until = in.Return + in.TTL + sg.slack
-			}
-			open = append(open, grant{ret: in.Return, until: until})
-		case Release:
-			// The lock is free after this release; every grant that
-			// returned before it was invoked was over by then.
-			kept := open[:0]
-			for _, g := range open {
-				if g.ret >= in.Invoke {
-					kept = append(kept, g)
-				}
-			}
-			open = kept
-		}
+		c.take(&ops[i])
 	}
 	return cuts
+}
+
+// cutter finds cuts in one pass over a key's operations (cuts): each is
+// asked whether a cut goes before it (before), then taken (take).
+type cutter struct {
+	sg      segmenter
+	tokens  tokenUses
+	minSeg  int
+	open    []grant
+	lastRet int64
+	start   int
+}
+
+func newCutter(sg segmenter, tokens tokenUses, minSeg int) *cutter {
+	return &cutter{sg: sg, tokens: tokens, minSeg: minSeg, lastRet: math.MinInt64}
+}
+
+// before reports whether a segment may end before o, the key's i-th
+// operation, and if so starts the next one there.
+func (c *cutter) before(i int, o *LockOp) bool {
+	if i-c.start < c.minSeg || c.lastRet >= o.Call || !allOver(c.open, o.Call) {
+		return false
+	}
+	c.start = i
+	c.open = c.open[:0]
+	return true
+}
+
+// take notes what o leaves open: a grant, or one certainly over.
+func (c *cutter) take(o *LockOp) {
+	in, out := &o.Input, &o.Output
+	if out.Outcome == Info {
+		return
+	}
+	c.lastRet = max(c.lastRet, o.Return)
+	if out.Outcome != OK {
+		return
+	}
+	switch in.Kind {
+	case Acquire, Extend:
+		until := Forever
+		if !c.sg.fenced && in.TTL != Forever && !c.tokens.at(o).unknownExtend {
+			until = in.Return + in.TTL + c.sg.slack
+		}
+		c.open = append(c.open, grant{ret: in.Return, until: until})
+	case Release:
+		// The lock is free after this release; every grant that
+		// returned before it was invoked was over by then.
+		kept := c.open[:0]
+		for _, g := range c.open {
+			if g.ret >= in.Invoke {
+				kept = append(kept, g)
+			}
+		}
+		c.open = kept
+	}
 }
 
 func allOver(open []grant, t int64) bool {
@@ -255,69 +286,160 @@ func (sg segmenter) build(ops []LockOp, tokens tokenUses, cuts []int, lane int) 
 	bounds := append(append([]int{0}, cuts...), len(ops))
 	segs := make([]Segment, 0, len(bounds)-1)
 	segs = append(segs, Segment{Ops: ops[:bounds[1]]})
-
-	var copied []LockOp // carried into every later segment
-	var lost *Input     // an anonymous acquire of unknown outcome
-	var fence int64
+	var c carry
 	for k := 1; k < len(bounds)-1; k++ {
 		cut, end := bounds[k], bounds[k+1]
-		for j := bounds[k-1]; j < cut; j++ {
-			o := &ops[j]
-			in, out := &o.Input, &o.Output
-			if in.Kind == Acquire && out.Outcome == OK {
-				fence = max(fence, out.Fence)
-			}
-			if out.Outcome != Info {
-				continue
-			}
-			u := tokens.at(o)
-			switch in.Kind {
-			case Acquire:
-				switch {
-				case !in.Anonymous:
-					copied = append(copied, *o)
-				case lost == nil:
-					lost = new(Input)
-					*lost = *in
-				}
-			case Extend, Release:
-				if u.acquire < 0 || u.acquire >= cut || u.outcome == Info {
-					copied = append(copied, *o)
-				}
-			}
-		}
-
-		t := ops[cut].Call
-		first := t
-		for _, o := range copied {
-			first = min(first, o.Call)
-		}
-		seg := make([]LockOp, 0, len(copied)+2)
-		if sg.fenced {
-			key := ops[cut].Input.Key
-			seg = append(seg, LockOp{
-				ClientId: lane,
-				Input:    Input{Kind: seed, Key: key, Invoke: first - 1, Return: first - 1},
-				Call:     first - 1,
-				Output:   Output{Outcome: OK, Fence: fence},
-				Return:   first - 1,
-				token:    -1,
-			})
-		}
-		seg = append(seg, copied...)
-		if lost != nil && !sg.fenced {
-			in := *lost
-			in.Token = GhostToken
-			seg = append(seg, LockOp{
-				ClientId: lane,
-				Input:    in,
-				Call:     t,
-				Output:   Output{Outcome: Info},
-				Return:   t,
-				token:    -1,
-			})
-		}
-		segs = append(segs, Segment{Lead: seg, Ops: ops[cut:end]})
+		c.pass(ops[bounds[k-1]:cut], cut, tokens)
+		lead := c.lead(nil, sg, &ops[cut], lane)
+		segs = append(segs, Segment{Lead: lead, Ops: ops[cut:end]})
 	}
 	return segs
+}
+
+// carry is what every segment after a cut begins with from before it.
+type carry struct {
+	copied []LockOp
+	lost   *Input // an anonymous acquire of unknown outcome
+	fence  int64
+}
+
+// pass takes the operations of the segment that ends at cut (a position
+// among the key's operations).
+func (c *carry) pass(ops []LockOp, cut int, tokens tokenUses) {
+	for j := range ops {
+		o := &ops[j]
+		in, out := &o.Input, &o.Output
+		if in.Kind == Acquire && out.Outcome == OK {
+			c.fence = max(c.fence, out.Fence)
+		}
+		if out.Outcome != Info {
+			continue
+		}
+		u := tokens.at(o)
+		switch in.Kind {
+		case Acquire:
+			switch {
+			case !in.Anonymous:
+				c.copied = append(c.copied, *o)
+			case c.lost == nil:
+				c.lost = new(Input)
+				*c.lost = *in
+			}
+		case Extend, Release:
+			if u.acquire < 0 || u.acquire >= cut || u.outcome == Info {
+				c.copied = append(c.copied, *o)
+			}
+		}
+	}
+}
+
+// lead builds, into dst's array, what the segment that begins with first
+// begins with; lane is the ClientId of stand-ins.
+func (c *carry) lead(dst []LockOp, sg segmenter, first *LockOp, lane int) []LockOp {
+	t := first.Call
+	from := t
+	for _, o := range c.copied {
+		from = min(from, o.Call)
+	}
+	seg := dst[:0]
+	if sg.fenced {
+		seg = append(seg, LockOp{
+			ClientId: lane,
+			Input:    Input{Kind: seed, Key: first.Input.Key, Invoke: from - 1, Return: from - 1},
+			Call:     from - 1,
+			Output:   Output{Outcome: OK, Fence: c.fence},
+			Return:   from - 1,
+			token:    -1,
+		})
+	}
+	seg = append(seg, c.copied...)
+	if c.lost != nil && !sg.fenced {
+		in := *c.lost
+		in.Token = GhostToken
+		seg = append(seg, LockOp{
+			ClientId: lane,
+			Input:    in,
+			Call:     t,
+			Output:   Output{Outcome: Info},
+			Return:   t,
+			token:    -1,
+		})
+	}
+	return seg
+}
+
+// Key is one key's lock operations as EachSegment walks them, read once
+// for every model that walks them.
+type Key struct {
+	n    int
+	op   func(int) (*history.Op, int32)
+	scan *keyScan
+}
+
+// NewKey reads a key's n lock operations: op(i) is its i-th, in invoke
+// order, from an OpsBuilder, with its token's number among the key's
+// (dense from 0). op is called again at every walk.
+func NewKey(n int, op func(int) (*history.Op, int32)) *Key {
+	return &Key{n: n, op: op, scan: scanKey(n, op)}
+}
+
+// Len is how many operations the key has.
+func (k *Key) Len() int { return k.n }
+
+// EachSegment pins and cuts one key's operations as Segments does, building
+// them into the models' form a segment at a time: what it holds at once is
+// the segment at hand and what later segments carry from before their cut,
+// not the key, whose operations a soak counts in millions. end is the time
+// of the history's last event. yield takes the segments in order, and
+// stops the walk by returning false; a segment's arrays are buf's, reused
+// once yield returns. EachSegment returns buf's array, grown, for the next
+// walk. A key that cannot be cut as it comes (a token acquired twice,
+// invokes out of order, Partitioning.Whole) is built whole first.
+func (c Check) EachSegment(key *Key, end int64, buf []LockOp, yield func(Segment) bool) []LockOp {
+	n, op, k := key.n, key.op, key.scan
+	sg := c.sg
+	if sg.p.Whole || k.reused || !k.sorted {
+		lockOps, ids := make([]*history.Op, n), make([]int32, n)
+		for i := range n {
+			lockOps[i], ids[i] = op(i)
+		}
+		buf = fromLockOps(buf, lockOps, ids, end)
+		for _, seg := range c.Segments(buf) {
+			if !yield(seg) {
+				break
+			}
+		}
+		return buf
+	}
+	minSeg := sg.p.MinSegment
+	if minSeg <= 0 {
+		minSeg = DefaultMinSegment
+	}
+	lane := k.lanes.n
+	cuts := newCutter(sg, k.uses, minSeg)
+	var (
+		carried carry
+		lead    []LockOp // the segment's; none for the first
+		leadBuf []LockOp
+	)
+	seg := buf[:0]
+	for i := range n {
+		o, id := op(i)
+		lo := k.lockOp(o, id, end)
+		pinOne(&lo, k.uses)
+		if cuts.before(i, &lo) {
+			if !yield(Segment{Lead: lead, Ops: seg}) {
+				return seg
+			}
+			carried.pass(seg, i, k.uses)
+			leadBuf = carried.lead(leadBuf, sg, &lo, lane)
+			lead, seg = leadBuf, seg[:0]
+		}
+		seg = append(seg, lo)
+		cuts.take(&seg[len(seg)-1])
+	}
+	if n > 0 {
+		yield(Segment{Lead: lead, Ops: seg})
+	}
+	return seg
 }

@@ -41,6 +41,12 @@ func FencedMutexCheck() Check {
 	}
 }
 
+// Partitioned is the Check cutting its segments as p says.
+func (c Check) Partitioned(p Partitioning) Check {
+	c.sg.p = p
+	return c
+}
+
 // Segments pins and cuts one key's operations as the porcupine model's
 // Partition does (see Partitioning). It sorts and pins ops in place, as
 // every model does alike; the segments may share ops' array.
