@@ -33,6 +33,8 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	checkTimeout := c.checkTimeoutFlag()
 	poolOpts := c.poolFlags("runs", "")
 	parallel, reuse := poolOpts.parallel, poolOpts.reuse
+	planOnly := c.planFlag()
+	asJSON := c.Bool("json", false, "with --plan, print the plan as JSON")
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -62,6 +64,12 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := runner.ResolveSuite(plan); err != nil {
 		return c.fail(stderr, "%v", err)
+	}
+	if *planOnly {
+		return printPlan(stdout, "compare", describeAll(plan, *store), *asJSON)
+	}
+	if *asJSON {
+		return c.fail(stderr, "--json goes with --plan: a comparison writes compare.md and compare.html")
 	}
 	ctx, stop := interruptible(stderr)
 	defer stop()

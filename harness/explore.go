@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/internal/shell"
 	"github.com/lockharness/lockharness/internal/suggest"
 	"github.com/lockharness/lockharness/scenario"
 	"github.com/lockharness/lockharness/search"
@@ -47,6 +49,8 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	checkTimeout := c.checkTimeoutFlag()
 	verbose := c.Bool("v", false, "print each run's progress lines")
 	shard := c.String("shard", "", "run shard `i/n` of a campaign: a search of its own draws (seed·n+i−1) under the whole budget; `harness explore merge` joins the shards")
+	planOnly := c.planFlag()
+	asJSON := c.Bool("json", false, "with --plan, print the plan as JSON")
 	if len(args) > 0 && args[0] == "merge" {
 		return cmdExploreMerge(args[1:], stdout, stderr)
 	}
@@ -96,6 +100,22 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	space, err := search.NewSpace(spec, *nemesis)
 	if err != nil {
 		return c.fail(stderr, "%v", err)
+	}
+	if *planOnly {
+		// A run of the search draws its faults from the space's.
+		base := space.Base
+		base.Nemesis = strings.Join(space.FaultNames(), ",")
+		plan, err := base.Resolve()
+		if err != nil {
+			return c.fail(stderr, "%v", err)
+		}
+		d := plan.Describe()
+		d.Name = fmt.Sprintf("explore %s on %s, %s search, budget %v", spec.Lock, spec.Topology, *strategy, *budget)
+		d.Seed, d.Command = *seed, exploreCommand(c, *seed)
+		return printPlan(stdout, "explore", []scenario.Described{d}, *asJSON)
+	}
+	if *asJSON {
+		return c.fail(stderr, "--json goes with --plan: a search writes explore.json")
 	}
 	ctx, stop := interruptible(stderr)
 	defer stop()
@@ -192,4 +212,16 @@ func cmdExploreMerge(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "explore %s on %s: %d searches merged (%s)\n", ex.Lock, ex.Topology, len(ex.Sources), ex.Strategy)
 	return printExplored(stdout, ex, 3)
+}
+
+// exploreCommand is the search's command line as given, its seed fixed and
+// --plan and --json left out: what carries it out.
+func exploreCommand(c *command, seed int64) string {
+	parts := []string{"harness explore"}
+	c.Visit(func(f *flag.Flag) {
+		if f.Name != "plan" && f.Name != "json" && f.Name != "seed" {
+			parts = append(parts, "--"+f.Name+" "+shell.Quote(f.Value.String()))
+		}
+	})
+	return strings.Join(append(parts, fmt.Sprintf("--seed %d", seed)), " ")
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/internal/shell"
 	"github.com/lockharness/lockharness/runner"
+	"github.com/lockharness/lockharness/scenario"
 	"github.com/lockharness/lockharness/search"
 )
 
@@ -28,6 +30,8 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	checkTimeout := c.checkTimeoutFlag()
 	verbose := c.Bool("v", false, "print each replay's progress lines")
 	full := c.Bool("full", false, "run each replay to its time limit instead of ending it once the anomaly it looks for is certain")
+	planOnly := c.planFlag()
+	asJSON := c.Bool("json", false, "with --plan, print the plan as JSON")
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -49,6 +53,14 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	plan, err := spec.Resolve()
 	if err != nil {
 		return c.fail(stderr, "replaying %s: %v", rec.Dir, err)
+	}
+	if *planOnly {
+		d := describe(plan, *store)
+		d.Command += " --schedule " + shell.Quote(rec.Dir)
+		return printPlan(stdout, "replay", []scenario.Described{d}, *asJSON)
+	}
+	if *asJSON {
+		return c.fail(stderr, "--json goes with --plan: a replay prints its lines")
 	}
 	kinds := rec.Kinds()
 	var stopKinds []string

@@ -36,6 +36,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	poolOpts := c.poolFlags("seeds", "")
 	parallel, reuse := poolOpts.parallel, poolOpts.reuse
 	override := overrideFlags(c)
+	planOnly := c.planFlag()
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -63,6 +64,9 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 	stopKinds, err := stopOn(*stopFlag, &entry.Expect)
 	if err != nil {
 		return c.fail(stderr, "%v", err)
+	}
+	if *planOnly {
+		return printPlan(stdout, "repro", describeAll(plan, *store), *asJSON)
 	}
 
 	ctx, stop := interruptible(stderr)

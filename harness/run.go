@@ -39,6 +39,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human summary goes to stderr)")
 	checkTimeout := c.checkTimeoutFlag()
 	stopFlag := stopOnFlag(c, "off")
+	planOnly := c.planFlag()
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -81,6 +82,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return c.fail(stderr, "%v", err)
 	}
 	spec = plan.Spec
+	if *planOnly {
+		return printPlan(stdout, "run", []scenario.Described{describe(plan, *store)}, *asJSON)
+	}
 
 	ctx, stop := interruptible(stderr)
 	defer stop()

@@ -9,6 +9,8 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/internal/shell"
+	"github.com/lockharness/lockharness/scenario"
 	"github.com/lockharness/lockharness/search"
 )
 
@@ -31,6 +33,8 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	store := c.storeFlag("")
 	checkTimeout := c.checkTimeoutFlag()
 	verbose := c.Bool("v", false, "print each try's progress lines")
+	planOnly := c.planFlag()
+	asJSON := c.Bool("json", false, "with --plan, print the plan as JSON")
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -51,8 +55,18 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(stderr, "%v", err)
 	}
-	if _, err := spec.Resolve(); err != nil {
+	plan, err := spec.Resolve()
+	if err != nil {
 		return c.fail(stderr, "shrinking %s: %v", rec.Dir, err)
+	}
+	if *planOnly {
+		// The search starts from the run as it was; each cut is one less.
+		d := describe(plan, *store)
+		d.Command += " --schedule " + shell.Quote(rec.Dir)
+		return printPlan(stdout, "shrink", []scenario.Described{d}, *asJSON)
+	}
+	if *asJSON {
+		return c.fail(stderr, "--json goes with --plan: a shrink writes shrink.json")
 	}
 	evident, found := rec.Evident(kind)
 	when := fmt.Sprintf("evident at %.1fs", evident.Seconds())

@@ -43,6 +43,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	shard := c.String("shard", "", "run only part `i/n` of the suite: every n-th row from row i, all its seeds; `harness suite merge` joins the parts' results")
 	rows := c.String("rows", "", "run only the rows whose name holds `TEXT` (\"through failover\", \"redislock on sentinel\"), all their seeds")
 	override := overrideFlags(c)
+	planOnly := c.planFlag()
 	if len(args) > 0 && args[0] == "merge" {
 		return cmdSuiteMerge(args[1:], stdout, stderr)
 	}
@@ -118,6 +119,9 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := runner.ResolveSuite(plan); err != nil {
 		return c.fail(stderr, "%v", err)
+	}
+	if *planOnly {
+		return printPlan(stdout, "suite", describeAll(plan, *store), *asJSON)
 	}
 	ctx, stop := interruptible(stderr)
 	defer stop()

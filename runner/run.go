@@ -91,17 +91,23 @@ func RunSpec(ctx context.Context, spec scenario.Spec, opt Options) (Outcome, err
 // Spec.Seed if wanted: each run starts a fresh topology. An interrupted run
 // (ctx cancelled) still stops everything, checks what it recorded and
 // writes results.json, with the verdict unknown. The error is for the
+// RerunCommand is the command that runs spec again into store, as its run
+// records it: the re-run lands beside the run, not in a store of the
+// working directory's.
+func RerunCommand(spec scenario.Spec, store string) string {
+	command := spec.Command()
+	if store != "" && store != DefaultStore {
+		command += " --store " + shell.Quote(store)
+	}
+	return command
+}
+
 // harness's own failures.
 func Run(ctx context.Context, plan scenario.Plan, opt Options) (Outcome, error) {
 	spec := plan.Spec
 	// What the run will say of itself is settled before it starts: its
 	// re-run command, its spec, the lock it tests.
-	meta := reports.Meta{Seed: spec.Seed, Command: spec.Command(), Provenance: &reports.Provenance{Harness: version.Harness(), Go: version.Go(), Lock: plan.LockProvenance()}}
-	if opt.Store != "" && opt.Store != DefaultStore {
-		// The re-run lands beside this one, not in a store of the
-		// working directory's.
-		meta.Command += " --store " + shell.Quote(opt.Store)
-	}
+	meta := reports.Meta{Seed: spec.Seed, Command: RerunCommand(spec, opt.Store), Provenance: &reports.Provenance{Harness: version.Harness(), Go: version.Go(), Lock: plan.LockProvenance()}}
 	prov := meta.Provenance
 	if l := prov.Lock; l.Library != "" {
 		prov.Libraries = map[string]string{l.Library: l.Version}

@@ -550,3 +550,18 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 	}
 	return suite, dir, writeErr
 }
+
+// Describe says what the planned run will do (scenario.Plan.Describe),
+// with its expectation and the command that re-runs it into store; the
+// run must have been resolved (ResolveSuite).
+func (p Planned) Describe(store string) scenario.Described {
+	if p.plan == nil {
+		return scenario.Described{Name: p.Spec.Name, Seed: p.Spec.Seed}
+	}
+	d := p.plan.Describe()
+	d.Command = RerunCommand(p.plan.Spec, store)
+	if p.Expect != nil {
+		d.Expect = p.Expect.String()
+	}
+	return d
+}
