@@ -6,11 +6,13 @@ SUDO  := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 PKGS  := redis-server redis-sentinel redis-tools chromium python3-redis python3-psycopg2 postgresql
 
 IMAGE ?= lockharness/redis:local
+# The harness's own image (make image), tagged with the commit and latest.
+HARNESS_IMAGE ?= lockharness/harness
 # The checkout the binary is built from, for `harness version` and results.json.
 COMMIT  := $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/lockharness/lockharness/internal/version.commit=$(COMMIT)
 
-.PHONY: setup deps build example docker-image docker-clean test test-times test-short fuzz testdata mutants lint bench bench-check bench-soak bench-ops bench-explore regressions repro-failover repro suite suite-full report serve clean
+.PHONY: setup deps build example image docker-image docker-clean test test-times test-short fuzz testdata mutants lint bench bench-check bench-soak bench-ops bench-explore regressions repro-failover repro suite suite-full report serve clean
 
 ## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
 setup: deps build
@@ -37,6 +39,13 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/harness
 	@mkdir -p bin
 	gcc -shared -fPIC -O2 -Wall -o $(SHIM) internal/clockshim/csrc/clockshim.c -ldl
+
+## image: build the harness's own image ($(HARNESS_IMAGE):COMMIT and :latest) FROM scratch: the harness, the clock shim, redis-server, PostgreSQL, python3 with redis-py and psycopg2, /bin/sh and their libraries, from the host
+image: build
+	docker/harness/rootfs.sh docker/harness/rootfs $(BIN) $(SHIM)
+	@out=$$(docker build -q -t $(HARNESS_IMAGE):$(COMMIT) -t $(HARNESS_IMAGE):latest docker/harness 2>&1) || { echo "$$out"; exit 1; }
+	@v=$$(docker run --rm --network none $(HARNESS_IMAGE):$(COMMIT) version) || { echo "$$v"; exit 1; }; \
+	echo "image $(HARNESS_IMAGE):$(COMMIT) (and :latest), $$(( $$(docker image inspect -f '{{.Size}}' $(HARNESS_IMAGE):$(COMMIT)) / 1000000 )) MB:"; echo "$$v" | sed 's/^/  /'
 
 ## docker-image: build the docker backend's node image ($(IMAGE)) FROM scratch out of the host's redis-server and the libraries it loads
 docker-image: build
@@ -141,4 +150,4 @@ serve: build
 	$(BIN) serve --store store --addr 127.0.0.1:8080
 
 clean:
-	rm -rf bin docker/rootfs
+	rm -rf bin docker/rootfs docker/harness/rootfs

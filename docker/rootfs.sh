@@ -21,30 +21,10 @@ cp "$real" "$out/usr/bin/redis-server"
 # redis-server runs as a sentinel when its name says so, as Debian's does.
 ln -s redis-server "$out/usr/bin/redis-sentinel"
 
-libs() {
-	if ldd "$1" | grep -q 'not found'; then
-		echo "rootfs.sh: $1 needs libraries the host lacks:" >&2
-		ldd "$1" | grep 'not found' >&2
-		exit 1
-	fi
-	ldd "$1" | awk '/=> \//{print $3} /^[ \t]*\/[^ ]+ \(/{print $1}'
-}
-list=$(
-	libs "$real"
-	if [ -f "$shim" ]; then libs "$shim"; fi
-)
-sort -u <<<"$list" | while read -r lib; do
-	# Copy the file under both the path ldd printed and the one the
-	# symlink points to, so the loader finds it either way.
-	for p in "$lib" "$(readlink -f "$lib")"; do
-		mkdir -p "$out$(dirname "$p")"
-		cp -L "$lib" "$out$p"
-	done
-done
-# The loader's fixed path on x86_64 and aarch64 lives under /lib64 or /lib;
-# Debian's /lib is a symlink to /usr/lib, so make both resolve.
-for d in lib lib64; do
-	if [ -d "$out/$d" ] && [ -d "$out/usr/$d" ]; then cp -a "$out/$d/." "$out/usr/$d/" && rm -rf "${out:?}/$d"; fi
-	[ -d "$out/usr/$d" ] && [ ! -e "$out/$d" ] && ln -s "usr/$d" "$out/$d"
-done
+# shellcheck source=docker/libs.sh
+. "$(dirname -- "$0")/libs.sh"
+files=("$real")
+if [ -f "$shim" ]; then files+=("$shim"); fi
+copy_libs "$out" "${files[@]}"
+merge_lib_dirs "$out"
 echo "rootfs: $(find "$out" -type f | wc -l) files, $(du -sh "$out" | cut -f1), redis-server $("$server" --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
