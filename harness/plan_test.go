@@ -29,6 +29,9 @@ func TestPlanResolvesWithoutStartingAndRefusesAsARunDoes(t *testing.T) {
 		{[]string{"repro", "failover-double-grant", "--seeds", "3"}, 3,
 			[]string{"expect    unsafe: double-grant", "plan failover-double-grant, seed 3"}},
 		{[]string{"suite", "quick", "--shard", "2/5"}, 0, []string{"expect"}},
+		// A worker of one's own in the suite: rows it cannot take part in
+		// (no fences, a topology it does not run on) are skipped.
+		{[]string{"suite", "quick", "--lock", "exec", "--worker-cmd", scenario.RedisPyWorker}, 0, []string{"lock      redis-py-lock 4.3.4 (exec)"}},
 		{[]string{"compare", "--locks", "cad,redsync", "--nemesis", "pause-client", "--seeds", "2"}, 8, []string{"lock      redsync"}},
 		{[]string{"explore", "--lock", "redsync", "--topology", "redlock", "--nemesis", "partition-minority,clock-jump", "--seed", "5"}, 1,
 			[]string{"partition-minority (needs majorities: offered)", "clock shim", "re-run    harness explore --lock redsync --nemesis partition-minority,clock-jump --store ", "--topology redlock --seed 5\n"}},

@@ -86,12 +86,12 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		// The catalog spans topologies; a lock runs on some of them.
 		kept := plan[:0]
 		for _, p := range plan {
-			if err := p.Spec.Validate(); !errors.Is(err, scenario.ErrLockTopology) {
+			if err := p.Spec.Validate(); !errors.Is(err, scenario.ErrLockTopology) && !errors.Is(err, scenario.ErrNoFences) {
 				kept = append(kept, p)
 			}
 		}
 		if skipped := len(plan) - len(kept); skipped > 0 {
-			fmt.Fprintf(stderr, "suite %s: skipping %d runs on topologies the lock does not run on\n", name, skipped)
+			fmt.Fprintf(stderr, "suite %s: skipping %d runs the lock cannot take part in: on topologies it does not run on, or writing through fences it does not hand out\n", name, skipped)
 		}
 		plan = kept
 	}
