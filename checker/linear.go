@@ -51,9 +51,12 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 					start := time.Now()
 					s := newSearch(m.model, deadline)
 					segments := 0
+					// Every segment is counted (ModelCheck.Segments), also
+					// those after the search stopped, which it skips.
 					buf = m.model.EachSegment(key, c.end, buf, func(seg models.Segment) bool {
 						segments++
-						return s.add(seg)
+						s.add(seg)
+						return true
 					})
 					r.segments = append(r.segments, segments)
 					r.results = append(r.results, s.done())
@@ -111,7 +114,8 @@ type keyOps struct {
 	name string
 	all  []history.Op
 	at   []int32
-	// local is shared by every key.
+	// local is one array for every key's tokens: TokenIDs are unique
+	// across keys, so no key needs one of its own.
 	local []int32
 }
 
@@ -190,7 +194,7 @@ type search struct {
 	limit    int
 	// witnessed and porcupine are the model's; a test's may count instead.
 	witnessed func(models.Segment) bool
-	porcupine func(batch []models.Segment, deadline time.Time) porcupine.CheckResult
+	porcupine func(batch []models.Segment, timeout time.Duration) porcupine.CheckResult
 	batch     []models.Segment
 	n         int
 	result    porcupine.CheckResult
@@ -198,18 +202,22 @@ type search struct {
 }
 
 func newSearch(m models.Check, deadline time.Time) *search {
-	check := func(batch []models.Segment, deadline time.Time) porcupine.CheckResult {
+	check := func(batch []models.Segment, timeout time.Duration) porcupine.CheckResult {
 		ops, parts := models.Boxed(batch)
 		model := m.Porcupine
 		model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return parts }
-		return porcupine.CheckOperationsTimeout(model, ops, time.Until(deadline))
+		return porcupine.CheckOperationsTimeout(model, ops, timeout)
 	}
 	return &search{deadline: deadline, limit: hardBatch, witnessed: m.Witnessed, porcupine: check, result: porcupine.Ok}
 }
 
 // add takes the next segment, keeping a copy if porcupine must search it,
-// and reports whether more may change the result.
+// and reports whether more may change the result: once the search has
+// stopped (a segment not linearizable, the deadline) it takes no more.
 func (s *search) add(seg models.Segment) bool {
+	if s.stopped {
+		return false
+	}
 	if s.witnessed(seg) {
 		return true
 	}
@@ -231,11 +239,13 @@ func (s *search) flush() bool {
 	}
 	batch := s.batch
 	s.batch, s.n = nil, 0
-	if time.Until(s.deadline) <= 0 {
+	// Taken once: porcupine reads a timeout of 0 or less as none.
+	left := time.Until(s.deadline)
+	if left <= 0 {
 		s.result, s.stopped = porcupine.Unknown, true
 		return false
 	}
-	switch s.porcupine(batch, s.deadline) {
+	switch s.porcupine(batch, left) {
 	case porcupine.Illegal:
 		s.result, s.stopped = porcupine.Illegal, true
 		return false

@@ -23,7 +23,10 @@ func TestHardSegmentsAreBatchedWholeAndInOrder(t *testing.T) {
 		var shape [][]int
 		s := &search{deadline: deadline, limit: limit, result: porcupine.Ok,
 			witnessed: func(models.Segment) bool { return false },
-			porcupine: func(batch []models.Segment, _ time.Time) porcupine.CheckResult {
+			porcupine: func(batch []models.Segment, timeout time.Duration) porcupine.CheckResult {
+				if timeout <= 0 {
+					t.Errorf("porcupine handed a timeout of %v, which it reads as none", timeout)
+				}
 				var ls []int
 				for _, b := range batch {
 					ls = append(ls, b.Len())
@@ -78,8 +81,17 @@ func TestHardSegmentsAreBatchedWholeAndInOrder(t *testing.T) {
 		t.Errorf("past the deadline: %d batches checked, result %s; want 0, unknown", len(shape), result)
 	}
 	// Witnessed segments are not searched, and no segments is no batch.
-	s := newSearch(models.LeaseLockCheck(0), later)
-	if s.done() != porcupine.Ok || len(s.batch) != 0 {
-		t.Errorf("a search of no segments: %s", s.done())
+	searched := 0
+	s := &search{deadline: later, limit: 10, result: porcupine.Ok,
+		witnessed: func(models.Segment) bool { return true },
+		porcupine: func([]models.Segment, time.Duration) porcupine.CheckResult { searched++; return porcupine.Illegal }}
+	for _, n := range lengths {
+		s.add(seg(n))
+	}
+	if r := s.done(); r != porcupine.Ok || searched != 0 {
+		t.Errorf("witnessed segments: %d batches searched, result %s; want none, ok", searched, r)
+	}
+	if r := newSearch(models.LeaseLockCheck(0), later).done(); r != porcupine.Ok {
+		t.Errorf("a search of no segments: %s", r)
 	}
 }

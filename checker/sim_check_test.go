@@ -178,7 +178,7 @@ func TestEachSegmentCutsAsSegmentsDoes(t *testing.T) {
 			c := newChecker(history.BuildOps(simulate(mutationConfig(seed, m))), Options{Slack: sl})
 			byKey, _ := c.lockOpsByKey()
 			for _, k := range byKey {
-				for _, p := range []models.Partitioning{{MinSegment: 1}, {MinSegment: 10}, {}} {
+				for _, p := range []models.Partitioning{{MinSegment: 1}, {MinSegment: 10}, {}, {Whole: true}} {
 					for _, check := range []models.Check{models.LeaseLockCheck(sl).Partitioned(p), models.FencedMutexCheck().Partitioned(p)} {
 						want := own(check.Segments(k.lockOps(nil, c.end)))
 						var got []models.Segment
@@ -190,25 +190,48 @@ func TestEachSegmentCutsAsSegmentsDoes(t *testing.T) {
 							t.Fatalf("%s seed %d key %s, segments of at least %d: EachSegment built %d segments, Segments %d, and they differ",
 								m, seed, k.name, p.MinSegment, len(got), len(want))
 						}
-						keys++
+						if !p.Whole {
+							keys++
+						}
 						if len(want) > 2 {
 							cut++
 							if cap(buf) < k.len() {
 								bounded++
 							}
 						}
-						// A walk stopped by yield stops.
-						calls := 0
-						check.EachSegment(models.NewKey(k.len(), k.op), c.end, nil, func(models.Segment) bool { calls++; return false })
-						if calls != 1 {
-							t.Fatalf("%s seed %d: yield refused the first segment and was called %d times", m, seed, calls)
+						// A walk stopped by yield stops, having handed the
+						// same first segments.
+						stop := 1 + int(seed)%len(want)
+						var first []models.Segment
+						check.EachSegment(models.NewKey(k.len(), k.op), c.end, buf, func(s models.Segment) bool {
+							first = append(first, own([]models.Segment{s})...)
+							return len(first) < stop
+						})
+						if !reflect.DeepEqual(first, want[:stop]) {
+							t.Fatalf("%s seed %d: a walk stopped after %d segments handed %d, not Segments' first", m, seed, stop, len(first))
+						}
+						// Operations out of invoke order are built whole
+						// and sorted, as Segments sorts them.
+						ops, tokens := make([]*history.Op, k.len()), make([]int32, k.len())
+						for i := range ops {
+							ops[i], tokens[i] = k.op(k.len() - 1 - i)
+						}
+						reversed := func(i int) (*history.Op, int32) { return ops[i], tokens[i] }
+						wantReversed := own(check.Segments(models.LockOps(nil, ops, tokens, c.end)))
+						got = nil
+						check.EachSegment(models.NewKey(k.len(), reversed), c.end, nil, func(s models.Segment) bool {
+							got = append(got, own([]models.Segment{s})...)
+							return true
+						})
+						if !reflect.DeepEqual(got, wantReversed) {
+							t.Fatalf("%s seed %d key %s: out of order, EachSegment built %d segments, Segments %d, and they differ", m, seed, k.name, len(got), len(wantReversed))
 						}
 					}
 				}
 			}
 		}
 	}
-	t.Logf("%d keys built both ways, %d cut into more than 2 segments, %d of them never held whole", keys, cut, bounded)
+	t.Logf("%d keys built both ways with segments (and as many whole), %d cut into more than 2 segments, %d of them never held whole", keys, cut, bounded)
 	if cut < keys/2 || bounded < cut*9/10 {
 		t.Errorf("of %d keys, %d were cut into more than 2 segments and %d of those were never held whole: too few to test the walk", keys, cut, bounded)
 	}

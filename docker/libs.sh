@@ -9,7 +9,8 @@ copy_libs() {
 	local out=$1 f lib real
 	shift
 	for f in "$@"; do
-		if ldd "$f" 2>/dev/null | grep -q 'not found'; then
+		# Not grep -q: under pipefail, its early exit could fail ldd.
+		if ldd "$f" 2>/dev/null | grep 'not found' >/dev/null; then
 			echo "$f needs libraries the host lacks:" >&2
 			ldd "$f" | grep 'not found' >&2
 			return 1

@@ -2,7 +2,9 @@ package harness
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,7 +115,8 @@ func TestCIExamplesRunWhatTheySay(t *testing.T) {
 	}
 }
 
-// partDir is where a part's suite or search lands under its store.
+// partDir is where a part's suite or search lands under its store: the
+// names reports.NewSuiteDir and search.ExploreInStore give them.
 func partDir(verb string, i, n int) string {
 	if verb == "explore" {
 		return fmt.Sprintf("explore/redsync-redlock-guided-shard-%d-of-%d-20261206T000000", i, n)
@@ -197,7 +200,7 @@ func gitlabShards(t *testing.T, docs []map[string]any) int {
 
 func gitlabJobs(t *testing.T, docs []map[string]any, n int) []shellJob {
 	var jobs []shellJob
-	for name, job := range docs[0] {
+	for _, job := range docs[0] {
 		m, ok := job.(map[string]any)
 		if !ok || m["script"] == nil {
 			continue
@@ -212,7 +215,6 @@ func gitlabJobs(t *testing.T, docs []map[string]any, n int) []shellJob {
 		for _, line := range path[[]any](t, m, "script") {
 			jobs = append(jobs, shellJob{script: line.(string), shards: shards})
 		}
-		_ = name
 	}
 	return jobs
 }
@@ -270,7 +272,7 @@ func readYAML(t *testing.T, file string) []map[string]any {
 	for {
 		var d map[string]any
 		if err := dec.Decode(&d); err != nil {
-			if err.Error() == "EOF" {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			t.Fatalf("%s: %v", file, err)

@@ -66,7 +66,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		return c.fail(stderr, "%v", err)
 	}
 	if *planOnly {
-		return printPlan(stdout, "compare", describeAll(plan, *store), *asJSON)
+		return printPlan(stdout, "compare", describeAll(plan, *store, ""), *asJSON)
 	}
 	if *asJSON {
 		return c.fail(stderr, "--json goes with --plan: a comparison writes compare.md and compare.html")

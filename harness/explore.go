@@ -87,6 +87,8 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	if !c.set("seed") {
 		*seed = time.Now().UnixNano() % 1_000_000
 	}
+	// A shard searches with draws of its own from the campaign's seed.
+	campaign := *seed
 	if *shard != "" {
 		i, n, err := search.ParseShard(*shard)
 		if err != nil {
@@ -111,7 +113,10 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		}
 		d := plan.Describe()
 		d.Name = fmt.Sprintf("explore %s on %s, %s search, budget %v", spec.Lock, spec.Topology, *strategy, *budget)
-		d.Seed, d.Command = *seed, exploreCommand(c, *seed)
+		d.Seed, d.Command, d.Drawn = *seed, exploreCommand(c, campaign), space.Draws()
+		if !c.set("seed") {
+			d.Notes = append(d.Notes, fmt.Sprintf("no --seed: the search draws its own when it starts; --seed %d runs this plan's", campaign))
+		}
 		return printPlan(stdout, "explore", []scenario.Described{d}, *asJSON)
 	}
 	if *asJSON {
@@ -214,14 +219,24 @@ func cmdExploreMerge(args []string, stdout, stderr io.Writer) int {
 	return printExplored(stdout, ex, 3)
 }
 
-// exploreCommand is the search's command line as given, its seed fixed and
-// --plan and --json left out: what carries it out.
+// exploreCommand is the search's command line as given, the campaign's
+// seed fixed and --plan and --json left out: what carries it out.
 func exploreCommand(c *command, seed int64) string {
 	parts := []string{"harness explore"}
 	c.Visit(func(f *flag.Flag) {
-		if f.Name != "plan" && f.Name != "json" && f.Name != "seed" {
+		switch {
+		case f.Name == "plan" || f.Name == "json" || f.Name == "seed":
+		case isBool(f):
+			parts = append(parts, "--"+f.Name+"="+f.Value.String())
+		default:
 			parts = append(parts, "--"+f.Name+" "+shell.Quote(f.Value.String()))
 		}
 	})
 	return strings.Join(append(parts, fmt.Sprintf("--seed %d", seed)), " ")
+}
+
+// isBool reports whether a flag is a switch, which takes no separate value.
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }

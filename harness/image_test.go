@@ -2,11 +2,13 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/internal/clockshim"
@@ -43,8 +45,8 @@ func TestTheHarnessImageRunsIntoAMountedStore(t *testing.T) {
 	if out, err := exec.Command("../docker/harness/rootfs.sh", filepath.Join(buildDir, "rootfs"), filepath.Join(bin, "harness"), shim).CombinedOutput(); err != nil {
 		t.Fatalf("rootfs.sh: %v\n%s", err, out)
 	}
-	tag := "lockharness/harness:test-" + strings.TrimPrefix(filepath.Base(work), "0")
-	tag = strings.ToLower(strings.ReplaceAll(tag, "_", "-"))
+	// A tag of this test's own: another test process may build beside it.
+	tag := fmt.Sprintf("lockharness/harness:test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	if out, err := exec.Command("docker", "build", "-q", "-t", tag, buildDir).CombinedOutput(); err != nil {
 		t.Fatalf("docker build: %v\n%s", err, out)
 	}

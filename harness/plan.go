@@ -28,25 +28,27 @@ func printPlan(stdout io.Writer, verb string, runs []scenario.Described, asJSON 
 		printJSON(stdout, plansJSON{Verb: verb, Runs: runs})
 		return 0
 	}
-	fmt.Fprintf(stdout, "harness %s --plan: %d runs\n", verb, len(runs))
+	fmt.Fprintf(stdout, "harness %s --plan: %s, nothing started\n", verb, plural(len(runs), "run"))
 	for _, d := range runs {
 		d.WriteText(stdout)
 	}
 	return 0
 }
 
-// describeAll says what each resolved run of a suite will do, into store.
-func describeAll(plan []runner.Planned, store string) []scenario.Described {
+// describeAll says what each resolved run of a suite will do, into store;
+// source is the scenario they came from, if one did.
+func describeAll(plan []runner.Planned, store, source string) []scenario.Described {
 	out := make([]scenario.Described, len(plan))
 	for i, p := range plan {
-		out[i] = p.Describe(store)
+		out[i] = p.Describe(store, source)
 	}
 	return out
 }
 
-// describe says what a resolved run will do, into store.
-func describe(plan scenario.Plan, store string) scenario.Described {
+// describe says what a resolved run will do, into store; source is the
+// scenario it came from, if one did.
+func describe(plan scenario.Plan, store, source string) scenario.Described {
 	d := plan.Describe()
-	d.Command = runner.RerunCommand(plan.Spec, store)
+	d.Command = runner.PlannedCommand(plan.Spec, store, source)
 	return d
 }

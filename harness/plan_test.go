@@ -26,6 +26,10 @@ func TestPlanResolvesWithoutStartingAndRefusesAsARunDoes(t *testing.T) {
 	}{
 		{[]string{"run", "--topology", "sentinel", "--nemesis", "partition-primary,kill-node:delay=2s", "--seed", "7"}, 1,
 			[]string{"nodes     n1 n2 n3; sentinels s1 s2 s3", "partition-primary (needs replication, failover: offered)", "kill-node:delay=2s (needs node-control: offered)", "--seed 7"}},
+		// A scheduled row is re-run from the scenario that holds its
+		// schedule.
+		{[]string{"run", "--scenario", "redlock-drift-within-bound", "--seed", "3"}, 1,
+			[]string{"step    partition-majorities", "re-run    harness run --scenario redlock-drift-within-bound ", "--seed 3 "}},
 		{[]string{"repro", "failover-double-grant", "--seeds", "3"}, 3,
 			[]string{"expect    unsafe: double-grant", "plan failover-double-grant, seed 3"}},
 		{[]string{"suite", "quick", "--shard", "2/5"}, 0, []string{"expect"}},
@@ -73,7 +77,11 @@ func TestPlanResolvesWithoutStartingAndRefusesAsARunDoes(t *testing.T) {
 		t.Errorf("--plan left %d processes", n)
 	}
 
+	fenced := t.TempDir()
+	os.WriteFile(filepath.Join(fenced, "ours.toml"), []byte("name = \"ours-fenced\"\nexpect = \"safe\"\n\n[spec]\nlock = \"fenced\"\nworkload = \"inventory\"\nresource = \"postgres\"\nfencing = \"where\"\n"), 0o644)
 	refused := [][]string{
+		// Every row skipped would be a suite that passes saying nothing.
+		{"suite", "--dir", fenced, "--lock", "naive"},
 		{"run", "--nemesis", "partition-primary"},
 		{"run", "--lock", "exec"},
 		{"repro", "failover-double-grant", "--backend", "kubernetes"},

@@ -55,9 +55,13 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 		return c.fail(stderr, "replaying %s: %v", rec.Dir, err)
 	}
 	if *planOnly {
-		d := describe(plan, *store)
-		d.Command += " --schedule " + shell.Quote(rec.Dir)
-		return printPlan(stdout, "replay", []scenario.Described{d}, *asJSON)
+		d := describe(plan, *store, "")
+		d.Command = runner.RerunCommand(plan.Spec, *store) + " --schedule " + shell.Quote(rec.Dir)
+		runs := make([]scenario.Described, *times)
+		for i := range runs {
+			runs[i] = d
+		}
+		return printPlan(stdout, "replay", runs, *asJSON)
 	}
 	if *asJSON {
 		return c.fail(stderr, "--json goes with --plan: a replay prints its lines")

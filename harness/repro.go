@@ -66,7 +66,7 @@ func cmdRepro(args []string, stdout, stderr io.Writer) int {
 		return c.fail(stderr, "%v", err)
 	}
 	if *planOnly {
-		return printPlan(stdout, "repro", describeAll(plan, *store), *asJSON)
+		return printPlan(stdout, "repro", describeAll(plan, *store, pos[0]), *asJSON)
 	}
 
 	ctx, stop := interruptible(stderr)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockharness/lockharness/faults"
 	"github.com/lockharness/lockharness/internal/proc"
+	"github.com/lockharness/lockharness/internal/shell"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/scenario"
@@ -83,7 +84,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	spec = plan.Spec
 	if *planOnly {
-		return printPlan(stdout, "run", []scenario.Described{describe(plan, *store)}, *asJSON)
+		from, _ := scenarioArg(args)
+		d := describe(plan, *store, from)
+		if *schedule != "" {
+			d.Command = runner.RerunCommand(spec, *store) + " --schedule " + shell.Quote(*schedule)
+		}
+		if !c.set("seed") {
+			d.Notes = append(d.Notes, fmt.Sprintf("no --seed: the run draws its own when it starts; --seed %d runs this plan's", spec.Seed))
+		}
+		return printPlan(stdout, "run", []scenario.Described{d}, *asJSON)
 	}
 
 	ctx, stop := interruptible(stderr)

@@ -10,6 +10,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/internal/proc"
 	"github.com/lockharness/lockharness/internal/shell"
+	"github.com/lockharness/lockharness/runner"
 	"github.com/lockharness/lockharness/scenario"
 	"github.com/lockharness/lockharness/search"
 )
@@ -61,8 +62,9 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	}
 	if *planOnly {
 		// The search starts from the run as it was; each cut is one less.
-		d := describe(plan, *store)
-		d.Command += " --schedule " + shell.Quote(rec.Dir)
+		d := describe(plan, *store, "")
+		d.Command = runner.RerunCommand(plan.Spec, *store) + " --schedule " + shell.Quote(rec.Dir)
+		d.Notes = append(d.Notes, fmt.Sprintf("the search starts from this run, needs the anomaly in %d of %d tries of a candidate, and cuts faults, fault windows, clients and time from it within --budget %v", *tries, *tries, *budget))
 		return printPlan(stdout, "shrink", []scenario.Described{d}, *asJSON)
 	}
 	if *asJSON {

@@ -25,7 +25,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 			"         under a seeded mix of faults, 3 seeds) that explore without an expectation\n"+
 			"  libs   "+wrap(runner.LibsSuiteSummary(), 90, "         ")+"\n\n"+
 			"--lock or --worker-cmd runs every scenario with that lock instead (rows on topologies it does\n"+
-			"not run on are skipped).\n\n"+
+			"not run on, and rows that need fencing tokens it does not hand out, are skipped).\n\n"+
 			"`harness suite merge DIR...` joins the results of a suite run in parts (--shard 1/n ... n/n,\n"+
 			"on as many machines) into one suite page, results.json and JUnit file.\n\n"+
 			"Exits 0 exactly when every catalog run met its expectation, 1 when one did not, 255 when\n"+
@@ -85,10 +85,18 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	if override.changesLock() {
 		// The catalog spans topologies; a lock runs on some of them.
 		kept := plan[:0]
+		var why error
 		for _, p := range plan {
-			if err := p.Spec.Validate(); !errors.Is(err, scenario.ErrLockTopology) && !errors.Is(err, scenario.ErrNoFences) {
+			err := p.Spec.Validate()
+			if !errors.Is(err, scenario.ErrLockTopology) && !errors.Is(err, scenario.ErrNoFences) {
 				kept = append(kept, p)
+			} else if why == nil {
+				why = err
 			}
+		}
+		if len(kept) == 0 && len(plan) > 0 {
+			// A suite of nothing would pass, and say nothing of the lock.
+			return c.fail(stderr, "no run of suite %s can take part with this lock: every one needs a topology it does not run on or fences it does not hand out (the first: %v)", name, why)
 		}
 		if skipped := len(plan) - len(kept); skipped > 0 {
 			fmt.Fprintf(stderr, "suite %s: skipping %d runs the lock cannot take part in: on topologies it does not run on, or writing through fences it does not hand out\n", name, skipped)
@@ -121,7 +129,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		return c.fail(stderr, "%v", err)
 	}
 	if *planOnly {
-		return printPlan(stdout, "suite", describeAll(plan, *store), *asJSON)
+		return printPlan(stdout, "suite", describeAll(plan, *store, ""), *asJSON)
 	}
 	ctx, stop := interruptible(stderr)
 	defer stop()

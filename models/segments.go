@@ -161,14 +161,15 @@ func (sg segmenter) segments(ops []LockOp, lane int) []Segment {
 
 func byCall(a, b LockOp) int { return cmp.Compare(a.Call, b.Call) }
 
-// pin makes an operation of unknown outcome return at its invoke when the
-// model's state stands for its landing later (see Partitioning).
+// pin pins every operation of ops (pinOne).
 func pin(ops []LockOp, tokens tokenUses) {
 	for i := range ops {
 		pinOne(&ops[i], tokens)
 	}
 }
 
+// pinOne makes an operation of unknown outcome return at its invoke when
+// the model's state stands for its landing later (see Partitioning).
 func pinOne(o *LockOp, tokens tokenUses) {
 	if o.Output.Outcome != Info {
 		return
@@ -391,9 +392,9 @@ func (k *Key) Len() int { return k.n }
 // the segment at hand and what later segments carry from before their cut,
 // not the key, whose operations a soak counts in millions. end is the time
 // of the history's last event. yield takes the segments in order, and
-// stops the walk by returning false; a segment's arrays are buf's, reused
-// once yield returns. EachSegment returns buf's array, grown, for the next
-// walk. A key that cannot be cut as it comes (a token acquired twice,
+// stops the walk by returning false; a segment's arrays (its Ops in buf's)
+// are reused once yield returns. EachSegment returns buf's array, grown,
+// for the next walk. A key that cannot be cut as it comes (a token acquired twice,
 // invokes out of order, Partitioning.Whole) is built whole first.
 func (c Check) EachSegment(key *Key, end int64, buf []LockOp, yield func(Segment) bool) []LockOp {
 	n, op, k := key.n, key.op, key.scan
@@ -438,8 +439,6 @@ func (c Check) EachSegment(key *Key, end int64, buf []LockOp, yield func(Segment
 		seg = append(seg, lo)
 		cuts.take(&seg[len(seg)-1])
 	}
-	if n > 0 {
-		yield(Segment{Lead: lead, Ops: seg})
-	}
+	yield(Segment{Lead: lead, Ops: seg})
 	return seg
 }

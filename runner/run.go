@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,13 +88,10 @@ func RunSpec(ctx context.Context, spec scenario.Spec, opt Options) (Outcome, err
 	return Run(ctx, plan, opt)
 }
 
-// Run carries out one resolved run. A plan may be run again, with another
-// Spec.Seed if wanted: each run starts a fresh topology. An interrupted run
-// (ctx cancelled) still stops everything, checks what it recorded and
-// writes results.json, with the verdict unknown. The error is for the
 // RerunCommand is the command that runs spec again into store, as its run
 // records it: the re-run lands beside the run, not in a store of the
-// working directory's.
+// working directory's. A run that follows a schedule adds --schedule with
+// the file it writes beside itself.
 func RerunCommand(spec scenario.Spec, store string) string {
 	command := spec.Command()
 	if store != "" && store != DefaultStore {
@@ -102,6 +100,29 @@ func RerunCommand(spec scenario.Spec, store string) string {
 	return command
 }
 
+// PlannedCommand is RerunCommand for a run not yet started. A run that
+// follows a schedule records the file it writes beside itself; before it
+// starts, the command names the scenario that holds the schedule: source
+// (a catalog name or a scenario file), or the catalog entry of the spec's
+// name. "" when no scenario holds it (a suite's file named otherwise).
+func PlannedCommand(spec scenario.Spec, store, source string) string {
+	command := RerunCommand(spec, store)
+	if len(spec.Schedule) == 0 {
+		return command
+	}
+	if source == "" {
+		if _, err := scenario.Lookup(spec.Name); err != nil {
+			return ""
+		}
+		source = spec.Name
+	}
+	return "harness run --scenario " + shell.Quote(source) + strings.TrimPrefix(command, "harness run")
+}
+
+// Run carries out one resolved run. A plan may be run again, with another
+// Spec.Seed if wanted: each run starts a fresh topology. An interrupted run
+// (ctx cancelled) still stops everything, checks what it recorded and
+// writes results.json, with the verdict unknown. The error is for the
 // harness's own failures.
 func Run(ctx context.Context, plan scenario.Plan, opt Options) (Outcome, error) {
 	spec := plan.Spec

@@ -552,14 +552,15 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 }
 
 // Describe says what the planned run will do (scenario.Plan.Describe),
-// with its expectation and the command that re-runs it into store; the
+// with its expectation and the command that re-runs it into store
+// (PlannedCommand: source is the scenario it came from, if known); the
 // run must have been resolved (ResolveSuite).
-func (p Planned) Describe(store string) scenario.Described {
+func (p Planned) Describe(store, source string) scenario.Described {
 	if p.plan == nil {
 		return scenario.Described{Name: p.Spec.Name, Seed: p.Spec.Seed}
 	}
 	d := p.plan.Describe()
-	d.Command = RerunCommand(p.plan.Spec, store)
+	d.Command = PlannedCommand(p.plan.Spec, store, source)
 	if p.Expect != nil {
 		d.Expect = p.Expect.String()
 	}

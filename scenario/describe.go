@@ -38,8 +38,10 @@ type Described struct {
 	// line, when the lock is one.
 	Lock   string           `json:"lock"`
 	Worker *workloads.Ready `json:"worker,omitempty"`
-	// Clients, TTL, Hold and TimeLimit are the workload's shape.
+	// Clients, TTL, Hold and TimeLimit are the workload's shape; Drawn
+	// says what each run of a search draws instead.
 	Clients   int      `json:"clients"`
+	Drawn     string   `json:"drawn,omitempty"`
 	TTL       string   `json:"ttl"`
 	Hold      string   `json:"hold"`
 	TimeLimit string   `json:"time_limit"`
@@ -52,8 +54,11 @@ type Described struct {
 	Faults   []DescribedFault `json:"faults,omitempty"`
 	Schedule []Step           `json:"schedule,omitempty"`
 	Resource string           `json:"resource"`
-	// Command re-runs the run exactly (the store aside).
+	// Command re-runs the run exactly, into the same store; empty when
+	// only a file the run writes will hold its schedule.
 	Command string `json:"command"`
+	// Notes say what the plan cannot fix before the run starts.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // DescribedFault is one fault of a plan: as written, and what it needs.
@@ -118,7 +123,7 @@ func (d Described) WriteText(w io.Writer) error {
 	row := func(name, format string, args ...any) {
 		fmt.Fprintf(tw, "  %s\t%s\n", name, fmt.Sprintf(format, args...))
 	}
-	fmt.Fprintf(tw, "plan %s, seed %d: nothing started\n", d.Name, d.Seed)
+	fmt.Fprintf(tw, "plan %s, seed %d\n", d.Name, d.Seed)
 	if d.Expect != "" {
 		row("expect", "%s", d.Expect)
 	}
@@ -144,7 +149,11 @@ func (d Described) WriteText(w io.Writer) error {
 	if w := d.Worker; w != nil {
 		row("worker", "ready: %s %s, protocol %d%s", w.Name, w.Version, w.Protocol, readyTraits(*w))
 	}
-	row("workload", "%s: %d clients on %s, ttl %s, hold %s, for %s", d.Workload, d.Clients, strings.Join(d.Keys, " "), d.TTL, d.Hold, d.TimeLimit)
+	if d.Drawn != "" {
+		row("workload", "%s on %s, ttl %s, for %s; %s", d.Workload, strings.Join(d.Keys, " "), d.TTL, d.TimeLimit, d.Drawn)
+	} else {
+		row("workload", "%s: %d clients on %s, ttl %s, hold %s, for %s", d.Workload, d.Clients, strings.Join(d.Keys, " "), d.TTL, d.Hold, d.TimeLimit)
+	}
 	row("nemesis", "%s", d.Nemesis)
 	for _, f := range d.Faults {
 		needs := ""
@@ -157,7 +166,14 @@ func (d Described) WriteText(w io.Writer) error {
 		row("  step", "%s", st)
 	}
 	row("resource", "%s", d.Resource)
-	row("re-run", "%s", d.Command)
+	if d.Command != "" {
+		row("re-run", "%s", d.Command)
+	} else {
+		row("re-run", "%s", "recorded by the run: it follows a schedule only a file holds, which the run writes beside itself")
+	}
+	for _, n := range d.Notes {
+		row("note", "%s", n)
+	}
 	return tw.Flush()
 }
 

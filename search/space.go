@@ -542,6 +542,19 @@ func (s Space) hold(rng *rand.Rand) time.Duration {
 	return choose(s, rng, s.holdChoices(), holdArm)
 }
 
+// Draws says what each run of the search draws of its workload, for a
+// plan: its clients and its hold.
+func (s Space) Draws() string {
+	cs, hs := s.clientChoices(), s.holdChoices()
+	var holds []string
+	for _, h := range hs {
+		if w := h.String(); !slices.Contains(holds, w) {
+			holds = append(holds, w)
+		}
+	}
+	return fmt.Sprintf("each run draws %d-%d clients and a hold of %s", cs[0], cs[len(cs)-1], strings.Join(holds, ", "))
+}
+
 func (s Space) holdChoices() []time.Duration {
 	ttl := s.ttl()
 	return []time.Duration{s.Base.Hold.D(), ttl / 4, ttl / 2, ttl * 3 / 2}

@@ -21,7 +21,7 @@ for f in "$harness" "$shim"; do
 	[ -f "$f" ] || { echo "rootfs.sh: no $f: run 'make build' first" >&2; exit 1; }
 done
 server=$(command -v redis-server) || { echo "redis-server not found: run 'make setup' first" >&2; exit 1; }
-pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 [ -n "$pgbin" ] || { echo "PostgreSQL not found under /usr/lib/postgresql: run 'make setup' first" >&2; exit 1; }
 pgversion=$(basename "$(dirname "$pgbin")")
 python=$(readlink -f /usr/bin/python3)
