@@ -237,13 +237,14 @@ func isRunDir(dir string) bool {
 // limitMemory sets Go's soft memory limit for checking a history of size
 // bytes, unless GOMEMLIMIT sets one, and then, unless GOGC sets it, lets
 // the collector run only at that limit. What check holds at most is the
-// history's operations and porcupine's form of two keys', about 0.62
-// times the file's size, and collecting them over and over as the heap
-// grows is most of the collector's cost: 0.65 times the size (at least
-// 256 MiB) leaves room for the rest, and a heap that outgrows it is
-// collected as the limit says, not refused. (10M operations, 2.8 GB of
-// history: 22.5-23.8 s and 1.79 GB at 0.65 times; 25.0 s and 1.80 GB at
-// 0.6 times, where the collector runs all the time.)
+// history's operations and, while they are paired, the table numbering
+// their tokens, about 0.54 times the file's size, and collecting them
+// over and over as the heap grows is most of the collector's cost: 0.65
+// times the size (at least 256 MiB) leaves room for the rest, and a heap
+// that outgrows it is collected as the limit says, not refused. (10M
+// operations, 2.8 GB of history: 16.3 s and 1.85 GB at 0.65 times; 18.5
+// s and 1.71 GB at 0.6; 28.7 s and 1.73 GB at 0.54, where the collector
+// runs all the time.)
 func limitMemory(size int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
