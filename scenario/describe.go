@@ -75,7 +75,12 @@ func (p Plan) Describe() Described {
 	d := Described{Name: s.Name, Seed: s.Seed, Topology: s.Topology, Backend: s.Backend, Image: s.Image, Target: s.Target,
 		Lock: p.LockProvenance().Label(), Clients: s.Clients, TTL: s.TTL.String(), Hold: s.Hold.String(),
 		TimeLimit: s.TimeLimit.String(), Workload: s.Workload, Nemesis: s.Nemesis, Schedule: s.Schedule,
-		Resource: cmp.Or(s.Resource, "none"), Command: s.Command()}
+		Resource: cmp.Or(s.Resource, "none")}
+	if len(s.Schedule) == 0 {
+		// A scheduled run's command names the file it writes beside
+		// itself, which does not exist yet (runner.PlannedCommand).
+		d.Command = s.Command()
+	}
 	if s.Backend == cluster.BackendDocker {
 		d.Image = cmp.Or(s.Image, cluster.DefaultImage)
 	}
