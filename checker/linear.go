@@ -224,9 +224,7 @@ func (s *search) add(seg models.Segment) bool {
 	if s.n > 0 && s.n+seg.Len() > s.limit && !s.flush() {
 		return false
 	}
-	// A copy: the segment's arrays are reused for the next.
-	ops := make([]models.LockOp, 0, seg.Len())
-	s.batch = append(s.batch, models.Segment{Ops: append(append(ops, seg.Lead...), seg.Ops...)})
+	s.batch = append(s.batch, seg.Flat())
 	s.n += seg.Len()
 	return true
 }

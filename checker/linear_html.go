@@ -122,8 +122,7 @@ func (p *pick) keep(seg models.Segment) {
 		p.full = true
 		return
 	}
-	ops := make([]models.LockOp, 0, seg.Len())
-	p.segs = append(p.segs, models.Segment{Ops: append(append(ops, seg.Lead...), seg.Ops...)})
+	p.segs = append(p.segs, seg.Flat())
 	p.n += seg.Len()
 	p.full = p.n >= maxVisualOps
 }

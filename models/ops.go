@@ -246,7 +246,7 @@ func scanKey(n int, op func(int) (*history.Op, int32)) *keyScan {
 		if int(id) >= len(k.infos) {
 			k.infos = append(k.infos, make([]tokenInfo, int(id)+1-len(k.infos))...)
 			for len(k.uses) < len(k.infos) {
-				k.uses = append(k.uses, tokenUse{acquire: -1})
+				k.uses = append(k.uses, unused)
 			}
 		}
 		info, u := &k.infos[id], &k.uses[id]
@@ -254,13 +254,12 @@ func scanKey(n int, op func(int) (*history.Op, int32)) *keyScan {
 		k.lanes.of(o.Process)
 		k.sorted = k.sorted && o.InvT >= last
 		last = o.InvT
-		switch o.F {
-		case history.Acquire:
+		kind, _ := lockKind(o.F)
+		if kind == Acquire {
 			info.ttl, info.hasTTL = o.TTLNs(), true
-			k.reused = k.reused || u.acquire >= 0
-			u.acquire, u.outcome = i, outcome(o)
-		case history.Extend:
-			u.unknownExtend = u.unknownExtend || outcome(o) == Info
+		}
+		if u.take(i, kind, outcome(o)) {
+			k.reused = true
 		}
 	}
 	return k

@@ -111,6 +111,14 @@ func (s Segment) at(i int) *LockOp {
 	return &s.Ops[i-len(s.Lead)]
 }
 
+// Flat is a copy of the segment that owns its operations, its lead and its
+// run in one array: what outlives the walk that handed the segment on
+// (Check.EachSegment reuses its arrays).
+func (s Segment) Flat() Segment {
+	ops := make([]LockOp, 0, s.Len())
+	return Segment{Ops: append(append(ops, s.Lead...), s.Ops...)}
+}
+
 func (s Segment) box() []porcupine.Operation {
 	return append(Box(s.Lead), Box(s.Ops)...)
 }
@@ -129,18 +137,12 @@ func (sg segmenter) segments(ops []LockOp, lane int) []Segment {
 	}
 	tokens := make(tokenUses, ntokens)
 	for i := range tokens {
-		tokens[i].acquire = -1
+		tokens[i] = unused
 	}
 	reused := false
 	for i := range ops {
-		in, out := &ops[i].Input, &ops[i].Output
-		u := &tokens[ops[i].token]
-		if in.Kind == Acquire {
-			reused = reused || u.acquire >= 0
-			u.acquire, u.outcome = i, out.Outcome
-		}
-		if in.Kind == Extend && out.Outcome == Info {
-			u.unknownExtend = true
+		if tokens[ops[i].token].take(i, ops[i].Input.Kind, ops[i].Output.Outcome) {
+			reused = true
 		}
 	}
 	pin(ops, tokens)
@@ -187,6 +189,22 @@ type tokenUse struct {
 	acquire       int // position of the token's acquire, -1 if none
 	outcome       Outcome
 	unknownExtend bool
+}
+
+// unused is a token before any of its operations.
+var unused = tokenUse{acquire: -1}
+
+// take notes the key's i-th operation, of kind and outcome, on the token,
+// and reports whether it acquires the token a second time.
+func (u *tokenUse) take(i int, kind Kind, outcome Outcome) (reacquired bool) {
+	switch kind {
+	case Acquire:
+		reacquired = u.acquire >= 0
+		u.acquire, u.outcome = i, outcome
+	case Extend:
+		u.unknownExtend = u.unknownExtend || outcome == Info
+	}
+	return reacquired
 }
 
 // tokenUses holds one key's tokenUse by LockOp.token.

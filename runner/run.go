@@ -90,8 +90,8 @@ func RunSpec(ctx context.Context, spec scenario.Spec, opt Options) (Outcome, err
 
 // RerunCommand is the command that runs spec again into store, as its run
 // records it: the re-run lands beside the run, not in a store of the
-// working directory's. A run that follows a schedule adds --schedule with
-// the file it writes beside itself.
+// working directory's. For a run that follows a schedule, Run adds
+// --schedule with the file it writes beside itself.
 func RerunCommand(spec scenario.Spec, store string) string {
 	command := spec.Command()
 	if store != "" && store != DefaultStore {
