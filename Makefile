@@ -3,7 +3,7 @@ GO    ?= go
 BIN   := bin/harness
 SHIM  := bin/libclockshim.so
 SUDO  := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-PKGS  := redis-server redis-sentinel redis-tools chromium python3-redis python3-psycopg2 postgresql
+PKGS  := redis-server redis-sentinel redis-tools chromium python3-redis python3-psycopg2 postgresql etcd-server
 
 IMAGE ?= lockharness/redis:local
 # The harness's own image (make image), tagged with the commit and latest.
@@ -14,17 +14,17 @@ LDFLAGS := -X github.com/lockharness/lockharness/internal/version.commit=$(COMMI
 
 .PHONY: setup deps build example image docker-image docker-clean test test-times test-short fuzz testdata mutants lint bench bench-check bench-soak bench-ops bench-explore regressions repro-failover repro suite suite-full report serve clean
 
-## setup: install Redis (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
+## setup: install Redis, etcd (Debian's etcd-server, its service not started: RUNLEVEL=1) and PostgreSQL (and Chromium, for the page tests) and gcc (for the clock shim) from Debian's packages when missing, build bin/harness and, when a Docker engine answers, the node image
 setup: deps build
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory docker-image; \
 	else echo "no Docker engine answers: skipping the node image; the docker backend's tests will skip"; fi
 
 deps:
-	@if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null && command -v chromium >/dev/null && /usr/bin/python3 -c 'import redis, psycopg2' 2>/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-		echo "redis: $$(redis-server --version | cut -d' ' -f3); $$(chromium --version 2>/dev/null); redis-py $$(/usr/bin/python3 -c 'import redis; print(redis.__version__)'); postgres $$(ls /usr/lib/postgresql | tail -1)"; \
+	@if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null && command -v chromium >/dev/null && /usr/bin/python3 -c 'import redis, psycopg2' 2>/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v etcd >/dev/null; then \
+		echo "redis: $$(redis-server --version | cut -d' ' -f3); $$(chromium --version 2>/dev/null); redis-py $$(/usr/bin/python3 -c 'import redis; print(redis.__version__)'); postgres $$(ls /usr/lib/postgresql | tail -1); etcd $$(etcd --version | sed -n 's/^etcd Version: //p')"; \
 	else \
 		echo "installing $(PKGS) from Debian's packages"; \
-		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PKGS); \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq $(PKGS); \
 	fi
 	@if command -v gcc >/dev/null; then \
 		echo "gcc: $$(gcc -dumpfullversion)"; \

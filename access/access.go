@@ -1,8 +1,9 @@
 // Package access is how one client reaches the lock service: the one type
 // a topology hands each client (cluster), the built-in recipes' clients
 // dial (locks), and the worker protocol's hello carries to a worker of any
-// language (workloads). Every address in it is that client's own link, so
-// that each client can be cut off alone. What a client may need of the
+// language (workloads), a Redis service's or an etcd cluster's. Every
+// address in it is that client's own link, so that each client can be cut
+// off alone. What a client may need of the
 // service it reaches (Capability) is named here too, for the same
 // packages.
 package access
@@ -20,6 +21,9 @@ type Access struct {
 	// Cluster: Nodes are the seeds of a Redis Cluster, and the client
 	// follows MOVED and ASK.
 	Cluster bool
+	// Etcd: Nodes are the client addresses of an etcd cluster's members
+	// (plain gRPC, v3 API), which a client balances over itself.
+	Etcd bool
 	// Dial maps an address the servers announce (a node's internal link,
 	// a sentinel's answer, a cluster's slot map) to this client's own link
 	// for that node.

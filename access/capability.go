@@ -33,12 +33,15 @@ const (
 	// Slots: keys are spread over shards by hash slot; a client follows
 	// MOVED and ASK to a key's shard.
 	Slots Capability = "slots"
+	// Etcd: the lock service is an etcd cluster (v3 API), whose members a
+	// client reaches at their client addresses (Nodes), not Redis.
+	Etcd Capability = "etcd"
 )
 
 // Capabilities lists what a lock client may need, for the checks that
 // refuse a recipe or a worker naming anything else: a need no topology
 // can offer would leave it nowhere to run.
-var Capabilities = []Capability{Primary, Independent, Majorities, Replicas, Sentinels, Slots}
+var Capabilities = []Capability{Primary, Independent, Majorities, Replicas, Sentinels, Slots, Etcd}
 
 // Join spells capabilities as words joined by sep, for messages and lists.
 func Join(caps []Capability, sep string) string {

@@ -99,9 +99,11 @@ type checker struct {
 	huge     bool
 	keyNames []string
 	// end is the time of the history's last event.
-	end    int64
-	slack  int64
-	faults []fault
+	end   int64
+	slack int64
+	// outlive: Options.Outlive.
+	outlive int64
+	faults  []fault
 	// nemesis are the history's nemesis events, in order.
 	nemesis []history.Event
 	// outages are the spans in which faults had nodes serving nobody.
@@ -160,6 +162,7 @@ func newChecker(b *history.OpsBuilder, opts Options) *checker {
 		keyNames: b.Keys(),
 		end:      b.End(),
 		slack:    int64(opts.Slack),
+		outlive:  max(int64(opts.Outlive), 0),
 		faults:   faultWindows(b.Nemesis()),
 		nemesis:  b.Nemesis(),
 		acquires: make([]*history.Op, b.Tokens()),

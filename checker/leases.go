@@ -183,12 +183,12 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, for
 	var lastOK *history.Op
 	minUnknown := history.Forever
 	for _, u := range uses {
-		late := u.InvT > plus(hi, c.slack)
+		late := u.InvT > plus(hi, c.slack+c.outlive)
 		if late && audit && u.Type == history.OK {
-			*foreign = append(*foreign, foreignUse{use: u, acq: acq, hi: plus(hi, c.slack), hiBy: hiBy})
+			*foreign = append(*foreign, foreignUse{use: u, acq: acq, hi: plus(hi, c.slack+c.outlive), hiBy: hiBy})
 		}
 		if late && audit && u.Finished() && c.horizon == 0 {
-			c.lateUses = append(c.lateUses, foreignUse{use: u, acq: acq, hi: plus(hi, c.slack), hiBy: hiBy})
+			c.lateUses = append(c.lateUses, foreignUse{use: u, acq: acq, hi: plus(hi, c.slack+c.outlive), hiBy: hiBy})
 		}
 		switch u.F {
 		case history.Release:
@@ -252,7 +252,7 @@ func (c *checker) walkLease(acq *history.Op, uses []*history.Op, audit bool, for
 	if c.horizon > 0 && l.certEnd > c.horizon {
 		l.certEnd, l.certBy, l.byHorizon = c.horizon, nil, true
 	}
-	l.hi, l.hiBy = plus(hi, c.slack), hiBy
+	l.hi, l.hiBy = plus(hi, c.slack+c.outlive), hiBy
 	l.mayEnd = l.hi
 	if c.unseen != nil && c.unseen[acq.TokenID] {
 		l.mayEnd = history.Forever
@@ -361,6 +361,9 @@ func (c *checker) expiredBy(hi int64, hiBy, acq *history.Op) string {
 	}
 	if c.slack > 0 {
 		s += fmt.Sprintf(", plus %.3f s slack", float64(c.slack)/1e9)
+	}
+	if c.outlive > 0 {
+		s += fmt.Sprintf(", plus the %.3f s the lock service may keep a lease past its ttl", float64(c.outlive)/1e9)
 	}
 	return s + ")"
 }

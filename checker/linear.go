@@ -26,7 +26,7 @@ func (c *checker) checkLinearizability(deadline time.Time) {
 		name  string
 		model models.Check
 	}
-	checks := []named{{LeaseLockModel, models.LeaseLockCheck(c.res.opts.Slack)}}
+	checks := []named{{LeaseLockModel, models.LeaseLockCheckOutliving(c.res.opts.Slack, c.res.opts.Outlive)}}
 	if fenced {
 		checks = append(checks, named{FencedMutexModel, models.FencedMutexCheck()})
 	}

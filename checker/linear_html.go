@@ -63,8 +63,8 @@ func WriteLinearHTML(path string, events []history.Event, res Result) error {
 	keys, _ := lockOpsByKey(all, keyNames, tokens)
 	timeout := res.opts.timeout()
 	deadline := time.Now().Add(timeout)
-	model := models.LeaseLockPartitioned(res.opts.Slack, models.Partitioning{Whole: true})
-	segmented := models.LeaseLockCheck(res.opts.Slack)
+	model := models.LeaseLockOutliving(res.opts.Slack, res.opts.Outlive, models.Partitioning{Whole: true})
+	segmented := models.LeaseLockCheckOutliving(res.opts.Slack, res.opts.Outlive)
 	// Each key stays in the models' own form until the part drawn is
 	// known: porcupine's boxes every operation, and a soak's key has
 	// a hundred thousand.

@@ -123,6 +123,10 @@ type Options struct {
 	// the harness's own events (an acquire's answer, a release's invoke)
 	// take none: there is no other clock in them.
 	Slack time.Duration
+	// Outlive is how long past its TTL the lock service may keep a lease
+	// (locks.Recipe.Outlives): the bound on when a lease may still be
+	// live moves that much later, never the one on when it certainly is.
+	Outlive time.Duration
 	// Tables are a real resource's final rows (nil: the in-memory
 	// counter): the resource audits then judge the database's own record
 	// of what it accepted, in its order.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -14,22 +15,39 @@ import (
 // Without it a node whose own links are cut still reaches its peers through
 // theirs, and Redis counts its gossip as a sign of life: it is never failed
 // over.
+//
+// The same router serves an etcd member's peer traffic, whose senders all
+// dial from 127.0.0.1 but name themselves in every request (etcdSender).
 type busRouter struct {
 	ln net.Listener
-	// links maps a peer's source IP to the address of its link to node.
+	// links maps a peer, as sender tells it, to the address of its link to
+	// node.
 	links map[string]string
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
+	// sender tells which peer a connection comes from; it may peek at
+	// the start of the connection through r, which forward passes on.
+	sender func(c net.Conn, r *bufio.Reader) string
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	wg     sync.WaitGroup
 }
 
 // newBusRouter listens on a free port of 127.0.0.1 for node's bus.
+// The peers are told apart by their source IPs.
 func newBusRouter(node string, links map[string]string) (*busRouter, error) {
+	return newRouter(node, links, sourceOf)
+}
+
+// sourceOf tells a peer by the address it dials from.
+func sourceOf(c net.Conn, _ *bufio.Reader) string { return c.RemoteAddr().(*net.TCPAddr).IP.String() }
+
+// newRouter listens on a free port of 127.0.0.1 for node's peers, told
+// apart by sender.
+func newRouter(node string, links map[string]string, sender func(net.Conn, *bufio.Reader) string) (*busRouter, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("node %s: the cluster bus address: %w", node, err)
+		return nil, fmt.Errorf("node %s: the address its peers dial: %w", node, err)
 	}
-	r := &busRouter{ln: ln, links: links, conns: map[net.Conn]bool{}}
+	r := &busRouter{ln: ln, links: links, sender: sender, conns: map[net.Conn]bool{}}
 	r.wg.Add(1)
 	go r.serve()
 	return r, nil
@@ -50,11 +68,11 @@ func (r *busRouter) serve() {
 }
 
 // forward joins a peer's connection to the peer's link; a connection from
-// an address that is no peer's is refused.
+// no peer is refused.
 func (r *busRouter) forward(c net.Conn) {
 	defer r.wg.Done()
-	ip := c.RemoteAddr().(*net.TCPAddr).IP.String()
-	to, ok := r.links[ip]
+	in := bufio.NewReader(c)
+	to, ok := r.links[r.sender(c, in)]
 	if !ok {
 		c.Close()
 		return
@@ -69,14 +87,14 @@ func (r *busRouter) forward(c net.Conn) {
 	}
 	defer r.untrack(c, up)
 	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		io.Copy(dst, src)
+	pipe := func(dst net.Conn, from io.Reader, src net.Conn) {
+		io.Copy(dst, from)
 		dst.Close()
 		src.Close()
 		done <- struct{}{}
 	}
-	go pipe(up, c)
-	go pipe(c, up)
+	go pipe(up, in, c) // what sender read first, then the rest
+	go pipe(c, up, up)
 	<-done
 	<-done
 }

@@ -1,6 +1,7 @@
-// Package cluster starts the Redis topologies a run tests, built from nodes
-// that a backend provides. The local backend (the default) runs redis-server
-// processes on 127.0.0.1; the docker backend runs each node in a container
+// Package cluster starts the topologies a run tests, Redis's and an etcd
+// cluster beside them, built from nodes that a backend provides. The local
+// backend (the default) runs redis-server (or etcd) processes on
+// 127.0.0.1; the docker backend runs each node in a container
 // of a chosen image with host networking, so both look the same from the
 // outside. Every node can be stopped, killed, restarted on the same port
 // and directory, paused and resumed, which is what the process faults need.
@@ -296,6 +297,14 @@ func (c *Cluster) Servers() []Node { return append(append([]Node(nil), c.Nodes..
 func (c *Cluster) ServerVersions(ctx context.Context) map[string]string {
 	out := map[string]string{}
 	for _, n := range c.Servers() {
+		if c.top.version != nil {
+			v, err := c.top.version(ctx, n)
+			if err != nil {
+				v = "unknown (" + err.Error() + ")"
+			}
+			out[n.Name()] = v
+			continue
+		}
 		v, err := c.query(ctx, n.Addr(), "INFO", "server")
 		if err != nil {
 			out[n.Name()] = "unknown (" + err.Error() + ")"

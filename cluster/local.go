@@ -31,6 +31,8 @@ type serverConf struct {
 	clockLib, clockFile string
 	// sec is how the run secures its servers; nil for a plain one.
 	sec *security
+	// etcd is set for an etcd member, which runs etcd instead.
+	etcd *etcdMember
 }
 
 // LocalNode is a redis-server (or redis-sentinel) child process on 127.0.0.1.
@@ -62,6 +64,8 @@ type NodeConfig struct {
 	ClockShim string
 	// sec is the cluster's security (Spec.Auth, Spec.TLS); nil for none.
 	sec *security
+	// etcd makes the node an etcd member (local backend only).
+	etcd *etcdMember
 }
 
 // StartLocal starts redis-server on a free port with its data and log in dir.
@@ -105,7 +109,7 @@ func newServerConf(cfg NodeConfig) (*serverConf, error) {
 			return nil, err
 		}
 	}
-	n := &serverConf{name: cfg.Name, dir: dir, port: port, persistence: cfg.Persistence, extra: cfg.Args, sentinel: cfg.Sentinel, sec: cfg.sec}
+	n := &serverConf{name: cfg.Name, dir: dir, port: port, persistence: cfg.Persistence, extra: cfg.Args, sentinel: cfg.Sentinel, sec: cfg.sec, etcd: cfg.etcd}
 	if cfg.Clock || cfg.ClockShim != "" {
 		if err := n.setupClock(cfg.ClockShim); err != nil {
 			return nil, err
@@ -234,6 +238,9 @@ func (n *serverConf) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) 
 
 // LogPath is the node's log.
 func (n *serverConf) LogPath() string {
+	if n.etcd != nil {
+		return filepath.Join(n.dir, "etcd.log")
+	}
 	if n.sentinel {
 		return filepath.Join(n.dir, "sentinel.log")
 	}
@@ -244,6 +251,9 @@ func (n *serverConf) LogPath() string {
 func (n *serverConf) Port() int { return n.port }
 
 func (n *serverConf) args() []string {
+	if n.etcd != nil {
+		return n.etcd.args(n)
+	}
 	if n.sentinel {
 		return []string{n.confPath()}
 	}
@@ -275,10 +285,26 @@ func (n *serverConf) clearData() {
 }
 
 func (n *LocalNode) start(ctx context.Context) error {
-	binary := "redis-server"
-	if n.sentinel {
-		binary = "redis-sentinel"
+	if err := n.launch(); err != nil {
+		return err
 	}
+	return n.waitReady(ctx)
+}
+
+// binary is the program the node runs.
+func (n *serverConf) binary() string {
+	switch {
+	case n.etcd != nil:
+		return "etcd"
+	case n.sentinel:
+		return "redis-sentinel"
+	}
+	return "redis-server"
+}
+
+// launch starts the node's process without waiting for it to answer.
+func (n *LocalNode) launch() error {
+	binary := n.binary()
 	bin, err := exec.LookPath(binary)
 	if err != nil {
 		return fmt.Errorf("%s not found on PATH (run `make setup`): %w", binary, err)
@@ -301,17 +327,28 @@ func (n *LocalNode) start(ctx context.Context) error {
 	n.mu.Lock()
 	n.cmd, n.exited, n.paused = cmd, exited, false
 	n.mu.Unlock()
-	if err := n.waitReady(ctx, exited); err != nil {
-		n.Kill()
-		return err
-	}
-	if n.clockFile != "" {
-		if err := n.checkShimLoaded(cmd.Process.Pid, filepath.Base(cmd.Path), n.clockLib); err != nil {
-			n.Kill()
-			return err
-		}
-	}
 	return nil
+}
+
+// waitReady waits until the launched node answers, and kills it when it
+// does not.
+func (n *LocalNode) waitReady(ctx context.Context) error {
+	cmd, exited := n.current()
+	err := n.waitPong(ctx, func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+			return false
+		}
+	}, filepath.Base(cmd.Path))
+	if err == nil && n.clockFile != "" {
+		err = n.checkShimLoaded(cmd.Process.Pid, filepath.Base(cmd.Path), n.clockLib)
+	}
+	if err != nil {
+		n.Kill()
+	}
+	return err
 }
 
 // checkShimLoaded makes sure the shim, at lib as the process sees it, is in
@@ -328,23 +365,12 @@ func (n *serverConf) checkShimLoaded(pid int, what, lib string) error {
 	return nil
 }
 
-func (n *LocalNode) waitReady(ctx context.Context, exited <-chan struct{}) error {
-	return n.waitPong(ctx, func() bool {
-		select {
-		case <-exited:
-			return true
-		default:
-			return false
-		}
-	}, filepath.Base(n.cmd.Path))
-}
-
 // waitPong waits up to 15 s for the node's PONG, and fails at once when
 // gone says the server exited, with the end of its log.
 func (n *serverConf) waitPong(ctx context.Context, gone func() bool, what string) error {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if n.sec.ping(n.Addr(), 200*time.Millisecond) == nil {
+		if n.answers(ctx) == nil {
 			return nil
 		}
 		if gone() {
@@ -359,6 +385,17 @@ func (n *serverConf) waitPong(ctx context.Context, gone func() bool, what string
 			return fmt.Errorf("node %s: no PONG from %s within 15s; log %s", n.name, n.Addr(), n.LogPath())
 		}
 	}
+}
+
+// answers asks the node whether it serves: a PONG, or an etcd member's
+// health.
+func (n *serverConf) answers(ctx context.Context) error {
+	if n.etcd != nil {
+		ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		return etcdHealthy(ctx, n.Addr())
+	}
+	return n.sec.ping(n.Addr(), 200*time.Millisecond)
 }
 
 // Ping sends a RESP PING to a plain server (no Auth, no TLS) and wants

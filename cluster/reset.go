@@ -61,6 +61,13 @@ func (c *Cluster) Reset(ctx context.Context, within time.Duration) (string, erro
 	if err := roles(ctx, c); err != nil {
 		return "", fmt.Errorf("roles are not as started: %w", err)
 	}
+	if c.top.wipe != nil {
+		wiped, err := c.top.wipe(ctx, c)
+		if err != nil {
+			return "", err
+		}
+		return strings.Join(append(did, wiped), ", "), nil
+	}
 	// The roles are as planned, so the planned primaries are the ones to
 	// flush: asking each node its role again raced a cluster's failback,
 	// where a replica still answered as the primary it had just been.

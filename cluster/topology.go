@@ -22,7 +22,7 @@ const (
 
 // registry lists every topology. A new topology is one file with a
 // topology value and one line here.
-var registry = []*topology{&single, &sentinel, &redlock, &redisCluster, &target, &targetSentinel}
+var registry = []*topology{&single, &sentinel, &redlock, &redisCluster, &target, &targetSentinel, &etcdTopology}
 
 // Topologies lists the topologies' names, in registry order.
 var Topologies = func() []string {
@@ -64,6 +64,19 @@ type topology struct {
 	// asPlanned waits (within ctx) until the roles are as start left them,
 	// or says why they are not (Reset); nil: every node a primary.
 	asPlanned func(ctx context.Context, c *Cluster) error
+	// For topologies of another server than Redis (nil: Redis's way):
+	// wipe empties the started topology's data for another run (Reset,
+	// after the roles are as planned) and says what it did; keys counts
+	// what a node holds itself; version names the server a node runs.
+	wipe    func(ctx context.Context, c *Cluster) (string, error)
+	keys    func(ctx context.Context, n Node) (int64, error)
+	version func(ctx context.Context, n Node) (string, error)
+	// persistence is the one way the topology's nodes keep their data,
+	// when it has only one; empty: the spec's (Persistences).
+	persistence string
+	// fixedClocks says why the clock shim cannot move the nodes' clocks;
+	// empty: it can wherever the harness runs the nodes (NodeControl).
+	fixedClocks string
 	// cutOffWrites is how long a primary cut off from its peers goes on
 	// taking writes (Redis Cluster: the node timeout, after which it sees
 	// itself in the minority); 0: until it is demoted.
@@ -155,6 +168,8 @@ var capabilityMeaning = map[Capability]string{
 	access.Independent: "nodes that are each a primary of their own, with no replica or failover, reached at their own addresses",
 	access.Replicas:    "replicas a client can wait for (WAIT)",
 	access.Sentinels:   "sentinels that name the primary",
+	access.Etcd:        "an etcd cluster (v3 API) instead of Redis, whose members a client reaches at their client addresses",
+	Consensus:          "members that agree through Raft over peer links the network can cut one pair at a time",
 }
 
 // Meaning says in words what the capability is, for refusals.
@@ -215,8 +230,50 @@ func Offering(needs, prefers []Capability) []string {
 func offers(t *topology, caps []Capability) bool { return len(lacking(t, caps)) == 0 }
 
 // Persistence is how the nodes keep their data across a restart
-// (PersistNone, PersistAOFAlways).
-func (c *Cluster) Persistence() string { return c.spec.Persistence }
+// (PersistNone, PersistAOFAlways; an etcd member's PersistWAL).
+func (c *Cluster) Persistence() string { return cmp.Or(c.top.persistence, c.spec.Persistence) }
+
+// MoveClocks reports whether the clock faults can move the nodes' wall
+// clocks (the clock shim), or says why not.
+func (c *Cluster) MoveClocks() error {
+	if err := c.Can(NodeControl); err != nil {
+		return err
+	}
+	if c.top.fixedClocks != "" {
+		return fmt.Errorf("topology %s's clocks cannot be moved: %s", c.Topology, c.top.fixedClocks)
+	}
+	return nil
+}
+
+// KeyCount is how many keys a started node holds itself.
+func (c *Cluster) KeyCount(ctx context.Context, n Node) (int64, error) {
+	if c.top.keys != nil {
+		return c.top.keys(ctx, n)
+	}
+	v, err := c.Do(ctx, n, "DBSIZE")
+	if err != nil {
+		return 0, err
+	}
+	keys, ok := v.(int64)
+	if !ok {
+		return 0, fmt.Errorf("DBSIZE answered %T %v", v, v)
+	}
+	return keys, nil
+}
+
+// Wipe empties a started topology of another server than Redis (its
+// wipe, as Reset does); a Redis topology is flushed with Do.
+func (c *Cluster) Wipe(ctx context.Context) error {
+	if c.top.wipe == nil {
+		return fmt.Errorf("topology %s is flushed with FLUSHALL, not wiped", c.Topology)
+	}
+	_, err := c.top.wipe(ctx, c)
+	return err
+}
+
+// SpeaksRedis reports whether the nodes are Redis servers, which the
+// harness's own Redis commands (Do, the grant probes) can ask.
+func (c *Cluster) SpeaksRedis() bool { return c.top.keys == nil }
 
 // Shape is the topology a lock client sees: what recipes and workers are
 // asked to run on. A target server is shaped as single.

@@ -36,6 +36,7 @@ var Registry = []Fault{
 	partitionPrimary, splitBrain, killPrimary, pausePrimary, replicationLag, failover,
 	partitionMajorities, partitionMinority, pauseAcquire, pausePastRelease,
 	clockJump, clockStrobe, clockSkew, clockDrift, delayWrite, clusterFailover, partitionHolder,
+	partitionMembers,
 }
 
 // None is the nemesis name for a run without faults.
@@ -123,6 +124,11 @@ func ScoredIn(table Scorecard) []string {
 func (f Fault) Available(c *cluster.Cluster) error {
 	for _, need := range f.Needs {
 		if err := c.Can(need); err != nil {
+			return fmt.Errorf("nemesis %s: %w", f.Name, err)
+		}
+	}
+	if f.NeedsClock {
+		if err := c.MoveClocks(); err != nil {
 			return fmt.Errorf("nemesis %s: %w", f.Name, err)
 		}
 	}

@@ -33,10 +33,11 @@ const probeQueue = 64
 // report can say which node granted a lease and whether it had replicated
 // when a replica was promoted. Probes go over the harness's own path,
 // never the clients' faulted links. A topology of one node has nothing to
-// tell apart and is not probed. stop returns once nothing more will be
+// tell apart and is not probed, nor is one of servers the probes cannot ask
+// (etcd: what a member holds is Raft's to agree on). stop returns once nothing more will be
 // recorded: a run stops it before it reads its history.
 func WatchGrants(cl *cluster.Cluster, rec *history.Recorder, storeKey func(string) string, log func(string, ...any)) (stop func()) {
-	if len(cl.Nodes) < 2 {
+	if len(cl.Nodes) < 2 || !cl.SpeaksRedis() {
 		return func() {}
 	}
 	grants := make(chan history.Event, probeQueue)

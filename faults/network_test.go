@@ -102,7 +102,7 @@ func TestParseNemesis(t *testing.T) {
 		}
 	}
 	for list, wants := range map[string][]string{
-		"nosuch":                  {`unknown nemesis "nosuch" (valid: clock-drift, clock-jump, clock-skew, clock-strobe, cluster-failover, delay-write, failover, kill-client, kill-node, kill-primary, latency, none, partition, partition-holder, partition-majorities, partition-minority, partition-primary, pause-acquire, pause-client,`},
+		"nosuch":                  {`unknown nemesis "nosuch" (valid: clock-drift, clock-jump, clock-skew, clock-strobe, cluster-failover, delay-write, failover, kill-client, kill-node, kill-primary, latency, none, partition, partition-holder, partition-majorities, partition-members, partition-minority, partition-primary, pause-acquire, pause-client,`},
 		"none,partition":          {`"none" cannot be combined`},
 		"kill-node:delay=soon":    {"delay=soon", "duration", "valid: delay=D, node=holder|random|NAME"},
 		"kill-node:delay=-1s":     {"not negative"},

@@ -119,13 +119,9 @@ func restarted(env *Env, n cluster.Node, err error) (string, history.Facts) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	v, err := env.Cluster.Do(ctx, n, "DBSIZE")
-	keys, ok := v.(int64)
-	switch {
-	case err != nil:
+	keys, err := env.Cluster.KeyCount(ctx, n)
+	if err != nil {
 		return fmt.Sprintf("restarted (its keys not counted: %v)", err), history.Facts{}
-	case !ok:
-		return fmt.Sprintf("restarted (its keys not counted: DBSIZE answered %T %v)", v, v), history.Facts{}
 	}
 	facts := history.Facts{Keys: &keys, Persistence: env.Cluster.Persistence()}
 	if keys == 0 {

@@ -54,6 +54,7 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 		out = c.String("out", "", "write results.json and linear.html into `DIR` (made if missing); default: PATH's directory when it is a run directory")
 	}
 	asJSON := c.Bool("json", false, "print one JSON summary on stdout (the human summary goes to stderr)")
+	outliveFlag := c.Duration("outlive", -1, "how long past its TTL the lock service may keep a lease (etcd: the TTL and 2.5s); default: what the run's results.json says, 0 for a history without one")
 	pos, code, ok := c.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -80,12 +81,13 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	}
 	defer hist.Close()
 	meta := reports.Meta{Spec: []byte("{}")}
-	slack := reports.DefaultSlack
+	slack, outlive := reports.DefaultSlack, time.Duration(0)
 	if old, err := reports.ReadResults(dir); err == nil {
 		meta = reports.MetaOf(old)
 		if old.Checker.SlackMs > 0 {
 			slack = time.Duration(old.Checker.SlackMs * float64(time.Millisecond))
 		}
+		outlive = time.Duration(old.Checker.OutliveMs * float64(time.Millisecond))
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(stderr, "harness %s: %s/results.json: %v\n", name, dir, err)
 		return exitHarness
@@ -100,7 +102,10 @@ func recheck(name string, args []string, stdout, stderr io.Writer, render bool) 
 	}
 	json.Unmarshal(meta.Spec, &spec)
 	protected, _ := resource.Lookup(spec.Resource)
-	opts := checker.Options{Slack: slack, Timeout: *timeout, Tables: tables, Database: protected.Database, Offline: true}
+	if *outliveFlag >= 0 {
+		outlive = *outliveFlag
+	}
+	opts := checker.Options{Slack: slack, Outlive: outlive, Timeout: *timeout, Tables: tables, Database: protected.Database, Offline: true}
 	// The history is checked as it is read, so that a soak's millions of
 	// events are never all in memory; the pages read it again for the few
 	// they tell one by one (reports.ReadRun).

@@ -15,7 +15,7 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--lock", "nosuch"}, `unknown lock "nosuch" (valid: cad, del, fenced, naive, redislock, redlock, redsync, renew, rueidislock, wait, exec; exec runs a worker of your own, with --worker-cmd)`},
+		{[]string{"run", "--lock", "nosuch"}, `unknown lock "nosuch" (valid: cad, del, etcd, etcd-fenced, fenced, naive, redislock, redlock, redsync, renew, rueidislock, wait, exec; exec runs a worker of your own, with --worker-cmd)`},
 		{[]string{"run", "--lock", "cda"}, `unknown lock "cda" (did you mean cad? valid:`},
 		{[]string{"run", "--lok", "cad"}, `flag provided but not defined: -lok: did you mean --lock?`},
 		{[]string{"run", "--time-limt", "3s"}, `did you mean --time-limit?`},
@@ -29,7 +29,7 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		{[]string{"run", "--nemesis", "nosuch"}, `unknown nemesis "nosuch" (valid: clock-drift, clock-jump, clock-skew, clock-strobe, cluster-failover, delay-write, failover, kill-client, kill-node`},
 		{[]string{"run", "--nemesis", "kill-node:delay=soon"}, `option delay=soon: want a duration like 500ms or 4s (valid: delay=D, node=holder|random|NAME)`},
 		{[]string{"run", "--nemesis", "partition-primary"}, `nemesis partition-primary: topology single has no replication`},
-		{[]string{"run", "--topology", "ring"}, `unknown topology "ring" (valid: single, sentinel, redlock, cluster, target, target-sentinel)`},
+		{[]string{"run", "--topology", "ring"}, `unknown topology "ring" (valid: single, sentinel, redlock, cluster, target, target-sentinel, etcd)`},
 		{[]string{"run", "--persistence", "rdb"}, `unknown persistence "rdb" (valid: none, aof-always)`},
 		{[]string{"run", "--ttl", "soon"}, `"soon" is not a duration`},
 		{[]string{"run", "--bogus"}, `flag provided but not defined: -bogus`},

@@ -29,7 +29,7 @@ import (
 )
 
 // Recipes is the registry: every recipe the harness can test.
-var Recipes = []Recipe{naive, del, cad, renew, fenced, wait, redlock, redsyncRecipe, redislockRecipe, rueidislockRecipe}
+var Recipes = []Recipe{naive, del, cad, renew, fenced, wait, redlock, redsyncRecipe, redislockRecipe, rueidislockRecipe, etcdRecipe, etcdFencedRecipe}
 
 // Recipe names a lock implementation and carries every trait of it that
 // the rest of the harness reads.
@@ -61,6 +61,14 @@ type Recipe struct {
 	// Fences is set for recipes whose grants carry a fencing token: the
 	// protected resource then refuses writes with an older fence.
 	Fences bool
+	// TTLUnit, when set, is what the lock's leases are counted in: a TTL
+	// must be a whole number of them (etcd's leases are whole seconds),
+	// which a run's spec is held to before it starts.
+	TTLUnit time.Duration
+	// Outlives, when set, is how long past a lease's TTL the lock service
+	// may keep it (etcd: until its lessor's next round, and a TTL more
+	// after a leader change), which the checker allows a lease.
+	Outlives func(ttl time.Duration) time.Duration
 	// Library is the Go module of the library the recipe adapts; empty for
 	// the harness's own recipes.
 	Library string
@@ -72,6 +80,15 @@ type Recipe struct {
 	// decides the shard the lock's faults aim at.
 	Stores func(key string) string
 	New    func(Config) Locker
+}
+
+// Outlive is how long past ttl the lock service may keep a lease
+// (Outlives); 0 for Redis, which expires a key at its TTL.
+func (r Recipe) Outlive(ttl time.Duration) time.Duration {
+	if r.Outlives == nil {
+		return 0
+	}
+	return r.Outlives(ttl)
 }
 
 // StoreKey is the key a grant of the lock on key lives in (Stores).
@@ -171,6 +188,9 @@ type Config struct {
 	Observe func(Op)
 	// Options are the recipe's options as the lock spec gave them.
 	Options options.Values
+	// Access is how this client reaches the lock service, for recipes
+	// whose service is not Redis (an etcd cluster's members).
+	Access access.Access
 }
 
 // Op is a background operation reported through Config.Observe: first with
@@ -199,6 +219,9 @@ var (
 	// carry it): it certainly did not happen, which says nothing about the
 	// lock (a rejection).
 	ErrNotSent = errors.New("command not sent: no connection")
+	// ErrNotTried: an acquire failed before it tried the lock (an etcd
+	// lease that could not be granted): certainly no grant.
+	ErrNotTried = errors.New("the lock was not tried")
 )
 
 // Definite reports whether err certainly means the operation did not take
@@ -208,7 +231,7 @@ var (
 // rueidislock builds itself): among them a refused login (WRONGPASS,
 // NOAUTH) and a command the client's ACL user may not run (NOPERM).
 func Definite(err error) bool {
-	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNoQuorum) || errors.Is(err, ErrNotSent) {
+	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNoQuorum) || errors.Is(err, ErrNotSent) || errors.Is(err, ErrNotTried) {
 		return true
 	}
 	var re redis.Error

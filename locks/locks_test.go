@@ -21,6 +21,43 @@ import (
 
 func newLocker(t *testing.T, name string) (Locker, *[]string, *[]Op) {
 	t.Helper()
+	r, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	service := startService(t, r)
+	client := NewClient(service, time.Second)
+	t.Cleanup(func() { client.Close() })
+	var mu sync.Mutex
+	points, ops := &[]string{}, &[]Op{}
+	l := r.New(Config{Access: service, Client: client, Nodes: []*redis.Client{client}, OpTimeout: time.Second,
+		Pause:   func(p string) { *points = append(*points, p) },
+		Observe: func(op Op) { mu.Lock(); *ops = append(*ops, op); mu.Unlock() }})
+	t.Cleanup(l.Close)
+	return l, points, ops
+}
+
+// startService starts what the recipe locks: one redis-server, or for a
+// recipe of etcd's an etcd topology, its clients going straight to the
+// members.
+func startService(t *testing.T, r Recipe) access.Access {
+	t.Helper()
+	if slices.Contains(r.Needs, access.Etcd) {
+		if _, err := exec.LookPath("etcd"); err != nil {
+			t.Skip("etcd not installed; run `make setup`")
+		}
+		direct := func(_, upstream string) (string, error) { return upstream, nil }
+		c, err := cluster.Start(context.Background(), cluster.Spec{Topology: cluster.Etcd, Backend: cluster.BackendLocal, Dir: t.TempDir(), Link: direct})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		a, err := c.ConnectClient(0, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed; run `make setup`")
 	}
@@ -29,19 +66,7 @@ func newLocker(t *testing.T, name string) (Locker, *[]string, *[]Op) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Stop() })
-	r, err := Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := NewClient(access.Access{Nodes: []string{n.Addr()}}, time.Second)
-	t.Cleanup(func() { client.Close() })
-	var mu sync.Mutex
-	points, ops := &[]string{}, &[]Op{}
-	l := r.New(Config{Client: client, Nodes: []*redis.Client{client}, OpTimeout: time.Second,
-		Pause:   func(p string) { *points = append(*points, p) },
-		Observe: func(op Op) { mu.Lock(); *ops = append(*ops, op); mu.Unlock() }})
-	t.Cleanup(l.Close)
-	return l, points, ops
+	return access.Access{Nodes: []string{n.Addr()}}
 }
 
 func TestEveryRecipeExcludesAndReleases(t *testing.T) {
@@ -273,7 +298,7 @@ func TestRegister(t *testing.T) {
 		"no name":    {Recipe{Needs: primary, New: cad.New}, "a name is one word"},
 		"a colon":    {Recipe{Name: "a:b", Needs: primary, New: cad.New}, "a name is one word"},
 		"no New":     {Recipe{Name: "nonew", Needs: primary}, "New is nil"},
-		"no needs":   {Recipe{Name: "nowhere", New: cad.New}, "it names nothing it needs of a topology (Needs: primary, independent, majorities, replicas, sentinels, slots)"},
+		"no needs":   {Recipe{Name: "nowhere", New: cad.New}, "it names nothing it needs of a topology (Needs: primary, independent, majorities, replicas, sentinels, slots, etcd)"},
 		"a topology's name": {Recipe{Name: "byname", Needs: []access.Capability{"single"}, New: cad.New},
 			`"single" is nothing a lock client can need of a topology; it can need primary, independent`},
 		"a fault's capability": {Recipe{Name: "faulty", Needs: []access.Capability{access.Primary, cluster.NodeControl}, New: cad.New},

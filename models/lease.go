@@ -113,8 +113,11 @@ type Lease struct {
 	NotBefore int64
 }
 
-// leaseModel is the lease-lock model with its slack.
-type leaseModel struct{ slack int64 }
+// leaseModel is the lease-lock model with its slack, and how long past its
+// TTL the lock service may keep a lease (outlive: etcd revokes expired
+// leases in a loop, and a new leader gives every lease its TTL again),
+// which only the bound on when a lease may still be live takes.
+type leaseModel struct{ slack, outlive int64 }
 
 // LeaseLock is the lease-lock model, slack absorbing clock-rate differences
 // between the harness and the servers. It partitions a history by key and
@@ -126,9 +129,16 @@ func LeaseLock(slack time.Duration) porcupine.Model {
 
 // LeaseLockPartitioned is LeaseLock with a chosen partitioning.
 func LeaseLockPartitioned(slack time.Duration, p Partitioning) porcupine.Model {
-	m := leaseModel{slack: max(int64(slack), 0)}
+	return LeaseLockOutliving(slack, 0, p)
+}
+
+// LeaseLockOutliving is LeaseLockPartitioned for a lock service that may
+// keep a lease up to outlive past its TTL: a lease may still be live until
+// its bound plus outlive, and is certainly live no longer than before.
+func LeaseLockOutliving(slack, outlive time.Duration, p Partitioning) porcupine.Model {
+	m := leaseModel{slack: max(int64(slack), 0), outlive: max(int64(outlive), 0)}
 	nm := porcupine.NondeterministicModel{
-		Partition: segmenter{slack: m.slack, p: p}.partition,
+		Partition: segmenter{slack: m.slack + m.outlive, p: p}.partition,
 		Init:      func() []interface{} { return []interface{}{Lease{}} },
 		Step: func(state, input, output interface{}) []interface{} {
 			next, n := m.step(state.(Lease), input.(Input), output.(Output))
@@ -263,7 +273,7 @@ func (m leaseModel) mayHaveExpired(st Lease, ret int64) bool {
 
 // mayBeLive: there is a holder whose lease may not have ended by inv.
 func (m leaseModel) mayBeLive(st Lease, inv int64) bool {
-	return st.Held && (st.Until == Forever || st.Until+m.slack > inv)
+	return st.Held && (st.Until == Forever || st.Until+m.slack+m.outlive > inv)
 }
 
 // normalize rewrites a state as seen by an operation invoked at inv, and by
@@ -277,7 +287,7 @@ func (m leaseModel) normalize(st Lease, inv int64) Lease {
 	if !st.Held {
 		return st
 	}
-	if st.Until != Forever && st.Until+m.slack <= inv {
+	if st.Until != Forever && st.Until+m.slack+m.outlive <= inv {
 		return Lease{Lost: st.Lost}
 	}
 	if st.From != expirable && st.From != Forever && st.From-m.slack <= inv {

@@ -397,3 +397,60 @@ func TestDescriptions(t *testing.T) {
 		}
 	}
 }
+
+// A lock service that may keep a lease past its TTL (etcd) makes a busy
+// answer after the TTL legal, up to outlive later, and nothing else: a
+// grant to another inside the TTL stays a double grant, and a busy answer
+// past outlive is still wrong. The segments cut only where the longer
+// bound has passed.
+func TestLeaseModelOutliving(t *testing.T) {
+	acq := func(h *hb, p int, tok string, at, done int64) {
+		h.op(p, history.Acquire, "k", tok, at, done, history.OK, "", 100, 0)
+	}
+	busy := func(h *hb, p int, tok string, at, done int64) {
+		h.op(p, history.Acquire, "k", tok, at, done, history.Fail, "lock busy", 100, 0)
+	}
+	const outlive = 200 * time.Millisecond
+	for _, tc := range []struct {
+		name             string
+		build            func(h *hb)
+		plain, outliving bool
+	}{
+		{"busy past the ttl, within outlive", func(h *hb) {
+			acq(h, 0, "A", 0, 5)
+			busy(h, 1, "B", 250, 252)
+		}, false, true},
+		{"busy past outlive", func(h *hb) {
+			acq(h, 0, "A", 0, 5)
+			busy(h, 1, "B", 306, 308)
+		}, false, false},
+		{"grant inside the ttl", func(h *hb) {
+			acq(h, 0, "A", 0, 5)
+			acq(h, 1, "B", 90, 95)
+		}, false, false},
+		{"grant after the ttl, before outlive ends", func(h *hb) {
+			acq(h, 0, "A", 0, 5)
+			acq(h, 1, "B", 150, 155)
+			busy(h, 2, "C", 200, 202)
+		}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &hb{}
+			tc.build(h)
+			ops, err := Operations(h.events)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				outlive time.Duration
+				want    bool
+			}{{0, tc.plain}, {outlive, tc.outliving}} {
+				whole := porcupine.CheckOperations(LeaseLockOutliving(0, c.outlive, Partitioning{Whole: true}), ops)
+				cut := porcupine.CheckOperations(LeaseLockOutliving(0, c.outlive, Partitioning{MinSegment: 1}), ops)
+				if whole != c.want || cut != c.want {
+					t.Errorf("outlive %v: whole %v, segments %v; want %v", c.outlive, whole, cut, c.want)
+				}
+			}
+		})
+	}
+}

@@ -58,6 +58,8 @@ type Partitioning struct {
 const DefaultMinSegment = 256
 
 type segmenter struct {
+	// slack is how long past its return plus its TTL a grant may last:
+	// the model's slack and outlive.
 	slack  int64
 	fenced bool
 	p      Partitioning

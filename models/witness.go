@@ -19,11 +19,14 @@ type Check struct {
 }
 
 // LeaseLockCheck is LeaseLock as a Check.
-func LeaseLockCheck(slack time.Duration) Check {
-	m := leaseModel{slack: max(int64(slack), 0)}
+func LeaseLockCheck(slack time.Duration) Check { return LeaseLockCheckOutliving(slack, 0) }
+
+// LeaseLockCheckOutliving is LeaseLockOutliving as a Check.
+func LeaseLockCheckOutliving(slack, outlive time.Duration) Check {
+	m := leaseModel{slack: max(int64(slack), 0), outlive: max(int64(outlive), 0)}
 	return Check{
-		Porcupine: LeaseLock(slack),
-		sg:        segmenter{slack: m.slack},
+		Porcupine: LeaseLockOutliving(slack, outlive, Partitioning{}),
+		sg:        segmenter{slack: m.slack + m.outlive},
 		legal: func(seg Segment, order []int32) bool {
 			return legal(Lease{}, m.step, seg, order)
 		},

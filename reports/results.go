@@ -65,6 +65,9 @@ type CheckerReport struct {
 	// checker.Result.Unjudged).
 	Unjudged map[string]int `json:"unjudged,omitempty"`
 	SlackMs  float64        `json:"slack_ms"`
+	// OutliveMs is checker.Options.Outlive: how long past its TTL the
+	// lock service may keep a lease.
+	OutliveMs float64 `json:"outlive_ms,omitempty"`
 }
 
 // Provenance is what a run was made of, so that a result can be traced to
@@ -238,7 +241,7 @@ func assemble(r checker.Result, events []history.Event, meta Meta, opts checker.
 		Seed: meta.Seed, Spec: spec, Command: meta.Command, Faults: faultCounts(events),
 		Error: meta.Error, Interrupted: meta.Interrupted, StoppedEarly: meta.StoppedEarly, check: r,
 		Checker: CheckerReport{Linearizability: r.Linearizability, Liveness: r.Liveness, Counter: r.Counter, Database: r.Database, Findings: r.Findings, Notes: r.Notes, Unjudged: r.Unjudged,
-			SlackMs: float64(opts.Slack) / float64(time.Millisecond)},
+			SlackMs: float64(opts.Slack) / float64(time.Millisecond), OutliveMs: float64(opts.Outlive) / float64(time.Millisecond)},
 	}
 }
 

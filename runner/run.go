@@ -206,7 +206,7 @@ func Run(ctx context.Context, plan scenario.Plan, opt Options) (Outcome, error) 
 		opt.BeforeCheck()
 	}
 	histPath := histFile.Name()
-	results, err := concludeFile(histPath, meta, checker.Options{Slack: reports.DefaultSlack, Timeout: opt.CheckTimeout, Tables: tables,
+	results, err := concludeFile(histPath, meta, checker.Options{Slack: reports.DefaultSlack, Outlive: plan.Lock.Outlive(time.Duration(spec.TTL)), Timeout: opt.CheckTimeout, Tables: tables,
 		Database: plan.Resource.Database, SizeHint: history.Size(histPath)})
 	out.Results = results
 	if err != nil {
@@ -489,7 +489,7 @@ func drive(ctx context.Context, plan scenario.Plan, opt Options, dir string, rec
 	r.env.Until, _ = nctx.Deadline()
 	watched := func() string { return "" }
 	if len(opt.StopOn) > 0 {
-		copts := checker.Options{Slack: reports.DefaultSlack, Database: r.db != nil}
+		copts := checker.Options{Slack: reports.DefaultSlack, Outlive: plan.Lock.Outlive(time.Duration(spec.TTL)), Database: r.db != nil}
 		watched = watchAnomalies(nctx, rec, opt.StopOn, copts, logf, cancel)
 	}
 	// A client that cannot go on (a worker refused by the servers) ends
@@ -534,7 +534,9 @@ func drive(ctx context.Context, plan scenario.Plan, opt Options, dir string, rec
 		return nil, nil
 	}
 	logf("%7.3fs  healed; liveness check after %v of quiet", rec.Now().Seconds(), quiet)
-	ok, err := r.work.FinalAcquire(quiet, spec.TTL.D()+margin)
+	// A lock service that keeps leases past their TTL (etcd after a
+	// leader change) may keep the last one that long after the heal.
+	ok, err := r.work.FinalAcquire(quiet, spec.TTL.D()+margin+plan.Lock.Outlive(spec.TTL.D()))
 	if err != nil {
 		return nil, err
 	}

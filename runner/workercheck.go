@@ -214,6 +214,9 @@ type topologyServers struct {
 }
 
 func (t topologyServers) Flush(ctx context.Context) error {
+	if !t.cl.SpeaksRedis() {
+		return t.cl.Wipe(ctx)
+	}
 	var errs []error
 	for _, n := range t.cl.Nodes {
 		// A replica refuses (READONLY) and follows its primary's flush.
@@ -227,11 +230,10 @@ func (t topologyServers) Flush(ctx context.Context) error {
 func (t topologyServers) Keys(ctx context.Context) (int64, error) {
 	var sum int64
 	for _, n := range t.cl.Nodes {
-		v, err := t.cl.Do(ctx, n, "DBSIZE")
+		k, err := t.cl.KeyCount(ctx, n)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", n.Name(), err)
 		}
-		k, _ := v.(int64)
 		sum += k
 	}
 	return sum, nil

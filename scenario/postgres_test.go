@@ -12,7 +12,7 @@ func TestResourceSpecErrors(t *testing.T) {
 		change func(*Spec)
 		want   string
 	}{
-		{func(s *Spec) { s.Workload, s.Fencing = "inventory", "where" }, "--fencing where needs fencing tokens, and lock cad hands out none (locks that do: fenced"},
+		{func(s *Spec) { s.Workload, s.Fencing = "inventory", "where" }, "--fencing where needs fencing tokens, and lock cad hands out none (locks that do: etcd-fenced, fenced"},
 		{func(s *Spec) { s.Resource = resource.Postgres }, "workload mutex writes to memory, not postgres: leave --resource out, or with --resource postgres use --workload inventory or jobs"},
 		{func(s *Spec) { s.Workload, s.Resource = "inventory", resource.Memory }, "workload inventory writes to postgres, not memory: leave --resource out, or with --resource memory use --workload mutex"},
 		{func(s *Spec) { s.Workload = "job" }, `unknown workload "job"`},

@@ -24,6 +24,8 @@ var namedTopologies = map[string][]string{
 	"redsync":     {"redlock", "single"},
 	"redislock":   {"single", "sentinel", "cluster"},
 	"rueidislock": {"single", "sentinel", "cluster"},
+	"etcd":        {"etcd"},
+	"etcd-fenced": {"etcd"},
 }
 
 // Every built-in recipe runs on the topologies it ran on by name, in the

@@ -464,6 +464,9 @@ func (s Spec) Resolve() (Plan, error) {
 	if s.TTL > 0 && s.TTL < Duration(100*time.Millisecond) {
 		errs = append(errs, fmt.Errorf("ttl %v is too short to tell a lease from operation latency; use at least 100ms", s.TTL))
 	}
+	if unit := Duration(p.Lock.TTLUnit); unit > 0 && s.TTL > 0 && (s.TTL%unit != 0) {
+		errs = append(errs, fmt.Errorf("ttl %v is not a whole number of %v, which lock %s's leases are counted in; try --ttl %v", s.TTL, unit, p.Lock.Name, max(unit, (s.TTL+unit/2)/unit*unit)))
+	}
 	if s.Key == "" {
 		errs = append(errs, errors.New("key must not be empty"))
 	}

@@ -170,7 +170,7 @@ func TestValidateNamesBadValues(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{`unknown lock "nosuch" (valid: cad, del, fenced, naive, redislock, redlock, redsync, renew, rueidislock, wait, exec;`, `unknown nemesis "bogus"`, "clients must be at least 1"} {
+	for _, want := range []string{`unknown lock "nosuch" (valid: cad, del, etcd, etcd-fenced, fenced, naive, redislock, redlock, redsync, renew, rueidislock, wait, exec;`, `unknown nemesis "bogus"`, "clients must be at least 1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

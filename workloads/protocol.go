@@ -48,6 +48,10 @@ type Hello struct {
 	// worker follows MOVED and ASK, and dials every address the nodes
 	// announce through Dial.
 	Cluster bool `json:"cluster,omitempty"`
+	// Etcd: the service is an etcd cluster (v3 API over gRPC, no TLS)
+	// whose members' client addresses are Nodes, each through the
+	// worker's own link.
+	Etcd bool `json:"etcd,omitempty"`
 	// Sentinel names the sentinel-monitored primary (sentinel topology).
 	Sentinel *SentinelService `json:"sentinel,omitempty"`
 	// Dial maps an address a server announces (a sentinel's answer, a

@@ -98,6 +98,7 @@ func RunWorker(in io.Reader, out io.Writer, cfg WorkerConfig) error {
 		}
 	}()
 	w.locker = lock.NewLocker(locks.Config{
+		Access:    hello.Access(),
 		Client:    client,
 		Nodes:     nodes,
 		OpTimeout: opTimeout,
@@ -197,7 +198,7 @@ func credentialsRefused(msg string) bool {
 // Access is where the hello says the lock service is: the access it
 // carries on the wire (SetAccess), as the built-in recipes' clients take it.
 func (h Hello) Access() access.Access {
-	a := access.Access{Dial: h.Dial, Nodes: h.Nodes, Cluster: h.Cluster}
+	a := access.Access{Dial: h.Dial, Nodes: h.Nodes, Cluster: h.Cluster, Etcd: h.Etcd}
 	if h.Auth != nil {
 		a.Username, a.Password = h.Auth.Username, h.Auth.Password
 	}
@@ -227,7 +228,7 @@ func (h *Hello) SetAccess(a access.Access) {
 	if a.Master != "" {
 		h.Sentinel = &SentinelService{Master: a.Master, Addrs: a.Sentinels}
 	} else {
-		h.Nodes, h.Cluster = a.Nodes, a.Cluster
+		h.Nodes, h.Cluster, h.Etcd = a.Nodes, a.Cluster, a.Etcd
 	}
 	if a.Username != "" || a.Password != "" {
 		h.Auth = &Auth{Username: a.Username, Password: a.Password}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
@@ -111,4 +112,28 @@ func validRuns(t *testing.T) []Run {
 		runs = append(runs, r)
 	}
 	return runs
+}
+
+// A lock service that keeps leases past their TTL (checker.Options.Outlive,
+// etcd's) loosens only when a lease may still be live: every planted
+// double grant is still caught with ten seconds of it, as certainly as
+// without.
+func TestOutliveHidesNoDoubleGrant(t *testing.T) {
+	n := 0
+	for _, r := range validRuns(t) {
+		for _, m := range Plant(r) {
+			if m.Want != checker.DoubleGrant {
+				continue
+			}
+			n++
+			res, err := checker.Check(m.Events, checker.Options{Slack: Slack, Outlive: 10 * time.Second, Tables: m.Tables, Database: m.Tables != nil, Timeout: time.Minute})
+			if err != nil || res.Valid != checker.Invalid || res.Anomalies[checker.DoubleGrant] == 0 {
+				t.Errorf("%s in %s (%s) with 10s outlive: %v %v", m.Kind, m.Run, m.Where, res.String(), err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no double-grant mutant planted")
+	}
+	t.Logf("%d double-grant mutants caught with 10s outlive", n)
 }

@@ -1,0 +1,165 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/faults"
+)
+
+func startEtcdTopology(t *testing.T) (*cluster.Cluster, *faults.Network) {
+	t.Helper()
+	if _, err := exec.LookPath("etcd"); err != nil {
+		t.Skip("etcd not installed; run `make setup`")
+	}
+	net := faults.NewNetwork()
+	t.Cleanup(net.Close)
+	start := time.Now()
+	c, err := cluster.Start(context.Background(), cluster.Spec{Topology: cluster.Etcd, Backend: "local", Dir: t.TempDir(), Link: net.Proxy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	t.Logf("etcd topology healthy in %v", time.Since(start))
+	return c, net
+}
+
+// leader asks a member whom it follows, over its own (unfaulted) address.
+func leader(t *testing.T, c *cluster.Cluster, n cluster.Node) (member, leader uint64) {
+	t.Helper()
+	resp, err := http.Post("http://"+n.Addr()+"/v3/maintenance/status", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Header struct {
+			MemberID string `json:"member_id"`
+		} `json:"header"`
+		Leader string `json:"leader"`
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	var m, l uint64
+	json.Unmarshal([]byte(out.Header.MemberID), &m)
+	json.Unmarshal([]byte(out.Leader), &l)
+	return m, l
+}
+
+// TestEtcdMemberCutFromItsPeersLosesTheLeadership starts three members,
+// cuts the leader's peer links both ways and wants the other two to elect
+// another: the routers must carry each pair's Raft traffic on that pair's
+// links, or a member cut off still reaches its peers through theirs.
+func TestEtcdMemberCutFromItsPeersLosesTheLeadership(t *testing.T) {
+	c, net := startEtcdTopology(t)
+	ctx := context.Background()
+	if len(c.Nodes) != 3 || c.Persistence() != cluster.PersistWAL {
+		t.Fatalf("%d members, persistence %s", len(c.Nodes), c.Persistence())
+	}
+	var old cluster.Node
+	var oldID uint64
+	for _, n := range c.Nodes {
+		if m, l := leader(t, c, n); m != 0 && m == l {
+			old, oldID = n, m
+		}
+	}
+	if old == nil {
+		t.Fatal("no member leads")
+	}
+	links, err := c.PeerLinks(old.Name())
+	if err != nil || len(links) != 5 {
+		t.Fatal(links, err)
+	}
+	for _, name := range links {
+		if err := net.Get(name).Blackhole(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		moved := 0
+		for _, n := range c.Nodes {
+			if n == old {
+				continue
+			}
+			if _, l := leader(t, c, n); l != 0 && l != oldID {
+				moved++
+			}
+		}
+		if moved == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the others still follow %s 10s after it was cut off", old.Name())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := net.HealAll(); err != nil {
+		t.Fatal(err)
+	}
+	// Healed, a reset finds every member healthy and empties the data.
+	did, err := c.Reset(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(did)
+	for name, v := range c.ServerVersions(ctx) {
+		if !strings.HasPrefix(v, "etcd 3.") {
+			t.Errorf("%s runs %q", name, v)
+		}
+	}
+}
+
+// TestEtcdMemberRestartsWithItsData kills a member and restarts it: it
+// rejoins with the data directory it kept, and counts the keys it holds.
+func TestEtcdMemberRestartsWithItsData(t *testing.T) {
+	c, _ := startEtcdTopology(t)
+	ctx := context.Background()
+	put, err := http.Post("http://"+c.Nodes[0].Addr()+"/v3/kv/put", "application/json", strings.NewReader(`{"key":"a2V5","value":"dg=="}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put.Body.Close()
+	n := c.Nodes[2]
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		keys, err := c.KeyCount(ctx, n)
+		if err == nil && keys == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted member holds %d keys (%v), want 1", keys, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.MoveClocks(); err == nil || !strings.Contains(err.Error(), "Go program") {
+		t.Errorf("MoveClocks on etcd: %v", err)
+	}
+}
+
+func TestEtcdPlanRefusesWhatItCannotStart(t *testing.T) {
+	for _, tc := range []struct {
+		spec cluster.Spec
+		want string
+	}{
+		{cluster.Spec{Topology: cluster.Etcd, Backend: "local", Nodes: 4}, "3 or 5 members, not 4"},
+		{cluster.Spec{Topology: cluster.Etcd, Backend: "docker"}, "local backend only"},
+		{cluster.Spec{Topology: cluster.Etcd, Backend: "local", Persistence: cluster.PersistAOFAlways}, "always keeps its write-ahead log"},
+		{cluster.Spec{Topology: cluster.Etcd, Backend: "local", TLS: true}, "without --auth and --tls"},
+	} {
+		if err := tc.spec.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+}
