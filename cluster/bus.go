@@ -21,7 +21,7 @@ import (
 type busRouter struct {
 	ln net.Listener
 	// links maps a peer, as sender tells it, to the address of its link to
-	// node.
+	// node (under mu once the router serves).
 	links map[string]string
 	// sender tells which peer a connection comes from; it may peek at
 	// the start of the connection through r, which forward passes on.
@@ -55,6 +55,14 @@ func newRouter(node string, links map[string]string, sender func(net.Conn, *bufi
 
 func (r *busRouter) port() int { return r.ln.Addr().(*net.TCPAddr).Port }
 
+// alias routes connections from sender as from was routed (an etcd member
+// added back under a new ID).
+func (r *busRouter) alias(sender, from string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.links[sender] = r.links[from]
+}
+
 func (r *busRouter) serve() {
 	defer r.wg.Done()
 	for {
@@ -72,7 +80,10 @@ func (r *busRouter) serve() {
 func (r *busRouter) forward(c net.Conn) {
 	defer r.wg.Done()
 	in := bufio.NewReader(c)
-	to, ok := r.links[r.sender(c, in)]
+	from := r.sender(c, in)
+	r.mu.Lock()
+	to, ok := r.links[from]
+	r.mu.Unlock()
 	if !ok {
 		c.Close()
 		return

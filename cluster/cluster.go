@@ -50,6 +50,10 @@ type Node interface {
 	// local node stopped with Stop can restart too; a container cannot,
 	// since Stop removes it.)
 	Restart(ctx context.Context) error
+	// LoseData removes what the node keeps across a restart (Redis's AOF
+	// and RDB, an etcd member's data directory), as a disk lost with its
+	// machine would; call it while the node is down.
+	LoseData() error
 	Pause() error
 	Resume() error
 	// Paused reports whether the node is paused (Pause without Resume).

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,8 +120,14 @@ type etcdMember struct {
 	peerPort int
 	// advertised is the address its peers dial: its router.
 	advertised string
-	// initialCluster is every member's name=peer URL; token the cluster's.
-	initialCluster, token string
+	// initialCluster is every member's name=peer URL; token the cluster's;
+	// state is new, or existing for a member added back.
+	initialCluster, token, state string
+	// lost: the member's data directory was removed while it was down
+	// (LoseData), so it must be added back as a new member before it
+	// starts (rejoin).
+	lost   bool
+	rejoin func(ctx context.Context, n *serverConf) error
 }
 
 // peerLinkName names the link that carries from's Raft traffic to to.
@@ -195,7 +203,8 @@ func startEtcd(ctx context.Context, c *Cluster) error {
 		cfg := c.nodeConfig(name)
 		cfg.Port = clientPorts[name]
 		cfg.etcd = &etcdMember{peerPort: peerPorts[name], advertised: peerURL(routers[name]),
-			initialCluster: strings.Join(initial, ","), token: token}
+			initialCluster: strings.Join(initial, ","), token: token,
+			rejoin: func(ctx context.Context, n *serverConf) error { return rejoinEtcd(ctx, c, n, routers) }}
 		conf, err := newServerConf(cfg)
 		if err != nil {
 			return err
@@ -310,7 +319,7 @@ func (m *etcdMember) args(n *serverConf) []string {
 		"--initial-advertise-peer-urls", m.advertised,
 		"--initial-cluster", m.initialCluster,
 		"--initial-cluster-token", m.token,
-		"--initial-cluster-state", "new",
+		"--initial-cluster-state", cmp.Or(m.state, "new"),
 		"--heartbeat-interval", strconv.FormatInt(etcdHeartbeat.Milliseconds(), 10),
 		"--election-timeout", strconv.FormatInt(etcdElection.Milliseconds(), 10),
 		// etcd 3.5's default: a member rejoining after a partition does
@@ -447,6 +456,96 @@ func etcdDo(ctx context.Context, method, addr, path string, body io.Reader, out 
 		return fmt.Errorf("%s %s: %w (%s)", method, path, err, bytes.TrimSpace(data))
 	}
 	return nil
+}
+
+// rejoinEtcd adds a member that lost its data back to the cluster, as
+// etcd's runbook says: etcd refuses a member that restarts empty under the
+// ID it had ("member ... has already been bootstrapped", asked of its
+// peers), so it is removed, added again with its peer URL (a new ID, which
+// every peer's router learns to route as the old one) and started to join
+// the existing cluster, which sends it the data.
+func rejoinEtcd(ctx context.Context, c *Cluster, n *serverConf, routers map[string]*busRouter) error {
+	var via string
+	for _, o := range c.Nodes {
+		if o.Name() != n.name && o.Running() && !o.Paused() {
+			via = o.Addr()
+			break
+		}
+	}
+	if via == "" {
+		return fmt.Errorf("etcd member %s lost its data, and no other member runs to add it back", n.name)
+	}
+	type member struct {
+		ID       string   `json:"ID"`
+		Name     string   `json:"name"`
+		PeerURLs []string `json:"peerURLs"`
+	}
+	var list struct {
+		Members []member `json:"members"`
+	}
+	// Each step goes through Raft and may time out having happened (a
+	// leader lost with the member, an election under way), and etcd adds
+	// a voting member only once every member has been connected to the
+	// others for 5 s (its strict reconfiguration check): so the member
+	// list says, each time round, which step is next.
+	oldID, newID := etcdMemberID(n.etcd.advertised, n.etcd.token), ""
+	var failed error // the last step's error, if it failed
+	for round := 0; newID == ""; round++ {
+		if round > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("etcd member %s lost its data and was not added back: %w", n.name, cmp.Or(failed, ctx.Err()))
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		// A fresh list each time: decoding into the last one would keep a
+		// field the answer leaves out (the name of a member not started).
+		list.Members = nil
+		if failed = etcdCall(ctx, via, "/v3/cluster/member/list", map[string]any{}, &list); failed != nil {
+			continue
+		}
+		i := slices.IndexFunc(list.Members, func(m member) bool { return slices.Contains(m.PeerURLs, n.etcd.advertised) })
+		switch {
+		case i < 0:
+			failed = etcdCall(ctx, via, "/v3/cluster/member/add", map[string]any{"peerURLs": []string{n.etcd.advertised}}, nil)
+		case list.Members[i].Name != "": // the member that lost its data
+			if oldID, failed = hexID(list.Members[i].ID); failed != nil {
+				return failed
+			}
+			failed = etcdCall(ctx, via, "/v3/cluster/member/remove", map[string]any{"ID": list.Members[i].ID}, nil)
+		default: // added, not yet started: it has no name until it starts
+			if newID, failed = hexID(list.Members[i].ID); failed != nil {
+				return failed
+			}
+		}
+	}
+	var initial []string
+	for _, m := range list.Members {
+		name := cmp.Or(m.Name, n.name) // the one added has no name until it starts
+		for _, u := range m.PeerURLs {
+			initial = append(initial, name+"="+u)
+		}
+	}
+	for to, r := range routers {
+		if to != n.name {
+			r.alias(newID, oldID)
+		}
+	}
+	n.etcd.initialCluster, n.etcd.state, n.etcd.lost = strings.Join(initial, ","), "existing", false
+	return nil
+}
+
+// hexID spells a member ID as the gateway gives it (decimal) the way a
+// Raft request names it (hex); "" for none.
+func hexID(decimal string) (string, error) {
+	if decimal == "" {
+		return "", nil
+	}
+	id, err := strconv.ParseUint(decimal, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("etcd member ID %q: %w", decimal, err)
+	}
+	return strconv.FormatUint(id, 16), nil
 }
 
 // PeerLinks are the names of every link a member's Raft traffic crosses,

@@ -3,7 +3,9 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -162,4 +164,93 @@ func TestEtcdPlanRefusesWhatItCannotStart(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", tc.spec, err, tc.want)
 		}
 	}
+}
+
+// A member whose data directory went with it is not let back under its
+// old ID (etcd asks its peers, and refuses: "has already been
+// bootstrapped"): it is removed and added back as a new member, which
+// the leader fills, and the peers' routers route its new ID as the old.
+func TestEtcdMemberThatLostItsDataIsAddedBack(t *testing.T) {
+	c, _ := startEtcdTopology(t)
+	ctx := context.Background()
+	put, err := http.Post("http://"+c.Nodes[0].Addr()+"/v3/kv/put", "application/json", strings.NewReader(`{"key":"a2V5","value":"dg=="}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put.Body.Close()
+	n := c.Nodes[1]
+	before, _ := leader(t, c, n)
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.LoseData(); err != nil {
+		t.Fatal(err)
+	}
+	log := n.(*cluster.LocalNode).LogPath()
+	var logFrom int64
+	if fi, err := os.Stat(log); err == nil {
+		logFrom = fi.Size()
+	}
+	start := time.Now()
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("added back and healthy in %v", time.Since(start))
+	after, _ := leader(t, c, n)
+	if after == 0 || after == before {
+		t.Errorf("member ID %x before, %x after: want a new one", before, after)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		keys, err := c.KeyCount(ctx, n)
+		if err == nil && keys == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the member added back holds %d keys (%v), want the cluster's 1", keys, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := c.Reset(ctx, 10*time.Second); err != nil {
+		t.Fatalf("reset after the member came back: %v", err)
+	}
+	// The peers' routers know the new ID: the member's own dials (the
+	// stream readers that bring it its peers' messages) get through.
+	for _, peer := range c.Nodes {
+		if peer == n {
+			continue
+		}
+		id, _ := leader(t, c, peer)
+		if !dialled(t, log, logFrom, fmt.Sprintf("%x", id)) {
+			t.Errorf("the member added back never opened a stream to %s (%x): its log since the restart\n%s", peer.Name(), id, since(log, logFrom))
+		}
+	}
+}
+
+// dialled reports whether a member's log, from offset on, records a
+// stream it opened to peer (etcd logs each stream reader that connects).
+func dialled(t *testing.T, log string, offset int64, peer string) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, line := range strings.Split(since(log, offset), "\n") {
+			var entry struct {
+				Msg    string `json:"msg"`
+				Reader string `json:"stream-reader-type"`
+				Remote string `json:"remote-peer-id"`
+			}
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Reader != "" && entry.Remote == peer &&
+				entry.Msg == "established TCP streaming connection with remote peer" {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func since(log string, offset int64) string {
+	b, _ := os.ReadFile(log)
+	return string(b[min(offset, int64(len(b))):])
 }

@@ -278,10 +278,27 @@ func (n *serverConf) args() []string {
 // clearData makes a restart without persistence come back empty, whatever
 // an earlier configuration left behind.
 func (n *serverConf) clearData() {
-	if n.persistence == PersistNone && !n.sentinel {
-		os.RemoveAll(filepath.Join(n.dir, "appendonlydir"))
-		os.Remove(filepath.Join(n.dir, "dump.rdb"))
+	if n.persistence == PersistNone && !n.sentinel && n.etcd == nil {
+		n.LoseData()
 	}
+}
+
+// LoseData removes what the node keeps across a restart: a Redis node's
+// AOF and RDB, an etcd member's data directory (it restarts as a member
+// with no log, which Raft does not allow for: what it voted for and
+// acknowledged is forgotten). The logs and the clock file stay.
+func (n *serverConf) LoseData() error {
+	if n.etcd != nil {
+		n.etcd.lost = true
+		return os.RemoveAll(filepath.Join(n.dir, "data"))
+	}
+	if err := os.RemoveAll(filepath.Join(n.dir, "appendonlydir")); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(n.dir, "dump.rdb")); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
 }
 
 func (n *LocalNode) start(ctx context.Context) error {
@@ -304,6 +321,14 @@ func (n *serverConf) binary() string {
 
 // launch starts the node's process without waiting for it to answer.
 func (n *LocalNode) launch() error {
+	if n.etcd != nil && n.etcd.lost {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := n.etcd.rejoin(ctx, n.serverConf)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+	}
 	binary := n.binary()
 	bin, err := exec.LookPath(binary)
 	if err != nil {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"testing"
 	"time"
@@ -33,13 +34,16 @@ func client(t *testing.T, n Node) *redis.Client {
 	return c
 }
 
+// A node keeps its keys across a kill only with persistence, and not
+// when its data went with it (LoseData, kill-node:data=lost).
 func TestRestartKeepsKeysOnlyWithPersistence(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		persistence string
+		lose        bool
 		survives    bool
-	}{{PersistNone, false}, {PersistAOFAlways, true}} {
-		t.Run(tc.persistence, func(t *testing.T) {
+	}{{PersistNone, false, false}, {PersistAOFAlways, false, true}, {PersistAOFAlways, true, false}} {
+		t.Run(fmt.Sprintf("%s, data lost %v", tc.persistence, tc.lose), func(t *testing.T) {
 			n := startNode(t, tc.persistence)
 			port := n.Addr()
 			if err := client(t, n).Set(ctx, "lock", "A", time.Minute).Err(); err != nil {
@@ -50,6 +54,11 @@ func TestRestartKeepsKeysOnlyWithPersistence(t *testing.T) {
 			}
 			if n.Running() {
 				t.Fatal("running after Kill")
+			}
+			if tc.lose {
+				if err := n.LoseData(); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := n.Restart(ctx); err != nil {
 				t.Fatal(err)

@@ -218,6 +218,7 @@ func (n *externalNode) Name() string                           { return n.name }
 func (n *externalNode) Addr() string                           { return n.addr }
 func (n *externalNode) Kill() error                            { return errNotOurs }
 func (n *externalNode) Restart(context.Context) error          { return errNotOurs }
+func (n *externalNode) LoseData() error                        { return errNotOurs }
 func (n *externalNode) Pause() error                           { return errNotOurs }
 func (n *externalNode) Resume() error                          { return errNotOurs }
 func (n *externalNode) Paused() bool                           { return false }

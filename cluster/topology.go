@@ -233,6 +233,15 @@ func offers(t *topology, caps []Capability) bool { return len(lacking(t, caps)) 
 // (PersistNone, PersistAOFAlways; an etcd member's PersistWAL).
 func (c *Cluster) Persistence() string { return cmp.Or(c.top.persistence, c.spec.Persistence) }
 
+// PersistenceOf is the persistence a topology's nodes run with when a
+// spec asks for persistence: the topology's own where it has one way only.
+func PersistenceOf(topology, persistence string) string {
+	if t, err := lookup(topology); err == nil && t.persistence != "" {
+		return t.persistence
+	}
+	return persistence
+}
+
 // MoveClocks reports whether the clock faults can move the nodes' wall
 // clocks (the clock shim), or says why not.
 func (c *Cluster) MoveClocks() error {

@@ -68,7 +68,9 @@ var pauseNode = Fault{
 
 // killNode crashes a node right after a client was granted the lock, and
 // restarts it on the same port after a short delay. What survives depends on
-// the node's persistence: without it the lock is forgotten.
+// the node's persistence: without it the lock is forgotten. With data=lost
+// the node's disk goes with it (its AOF, an etcd member's log), whatever
+// its persistence.
 var killNode = Fault{
 	Name:    "kill-node",
 	Drawing: history.Drawing{Colour: color.NRGBA{R: 140, G: 86, B: 75, A: 70}, Legend: "node killed, restarted"},
@@ -79,6 +81,8 @@ var killNode = Fault{
 	Options: []options.Spec{
 		{Name: optDelay, Kind: options.Duration, Summary: "how long the node stays down (default 0-100ms)"},
 		nodeOpt(nodeHolder+": the holder's node", true),
+		{Name: optData, Kind: options.Choice, Choices: []string{dataKept, dataLost},
+			Summary: "kept: the node restarts with what its persistence kept (default); lost: with its data removed, as if its disk had gone too"},
 	},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		drawn := someNode(env, rng)
@@ -101,11 +105,19 @@ var killNode = Fault{
 			return err
 		}
 		down := env.Rec.Now()
+		lost := opts.Get(optData, dataKept) == dataLost
+		if lost {
+			if err := n.LoseData(); err != nil {
+				end("data not removed", history.Facts{Failed: "data not removed: " + err.Error()})
+				n.Restart(context.Background())
+				return err
+			}
+		}
 		time.Sleep(delay)
 		env.DownIf(wasUp, n, down)
 		// Restart even when the run is ending: the final heal needs the node.
 		err = n.Restart(context.Background())
-		end(restarted(env, n, err))
+		end(restartedLosing(env, n, err, lost))
 		return err
 	},
 }
@@ -114,6 +126,12 @@ var killNode = Fault{
 // how many keys it held at once, which is what the lock's grants depend on
 // (none, without persistence).
 func restarted(env *Env, n cluster.Node, err error) (string, history.Facts) {
+	return restartedLosing(env, n, err, false)
+}
+
+// restartedLosing is restarted for a node whose data may have been
+// removed while it was down (lost).
+func restartedLosing(env *Env, n cluster.Node, err error, lost bool) (string, history.Facts) {
 	if err != nil {
 		return "restart failed: " + err.Error(), history.Facts{Failed: "restart failed: " + err.Error()}
 	}
@@ -123,12 +141,19 @@ func restarted(env *Env, n cluster.Node, err error) (string, history.Facts) {
 	if err != nil {
 		return fmt.Sprintf("restarted (its keys not counted: %v)", err), history.Facts{}
 	}
-	facts := history.Facts{Keys: &keys, Persistence: env.Cluster.Persistence()}
+	facts := history.Facts{Keys: &keys, Persistence: env.Cluster.Persistence(), DataLost: lost}
 	if keys == 0 {
-		return fmt.Sprintf("restarted empty (0 keys; persistence %s)", facts.Persistence), facts
+		return fmt.Sprintf("restarted empty (0 keys; %s)", facts.Kept()), facts
 	}
-	return fmt.Sprintf("restarted with %d keys (persistence %s)", keys, facts.Persistence), facts
+	return fmt.Sprintf("restarted with %d keys (%s)", keys, facts.Kept()), facts
 }
+
+// kill-node's data option: what a killed node restarts with.
+const (
+	optData  = "data"
+	dataKept = "kept"
+	dataLost = "lost"
+)
 
 // inFlight bounds how long an operation sent before a fault may take to
 // land: a loopback round trip is well under a millisecond.

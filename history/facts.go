@@ -46,9 +46,11 @@ type Facts struct {
 	Clock *ClockMove `json:"clock,omitempty"`
 	// Keys is, at a node fault's end, how many keys the restarted node
 	// held once it was back (nil: not counted), with the persistence it ran
-	// under: none is a node that forgot every grant.
+	// under: none is a node that forgot every grant. DataLost says its
+	// data was removed while it was down, whatever its persistence.
 	Keys        *int64 `json:"keys,omitempty"`
 	Persistence string `json:"persistence,omitempty"`
+	DataLost    bool   `json:"data_lost,omitempty"`
 	// CutShort marks an end the run's time limit brought early: the
 	// window held less than the start said.
 	CutShort bool `json:"cut_short,omitempty"`
@@ -268,6 +270,15 @@ func (f *Facts) Promoted() (string, bool) {
 		return "", false
 	}
 	return f.Nodes[0], true
+}
+
+// Kept says what a restarted node kept by: its persistence, and whether
+// its data was removed while it was down.
+func (f *Facts) Kept() string {
+	if f.DataLost {
+		return "persistence " + f.Persistence + ", its data removed"
+	}
+	return "persistence " + f.Persistence
 }
 
 // RestartedEmpty reports whether a node fault's end found the node back

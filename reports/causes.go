@@ -201,8 +201,8 @@ func (a *analysis) emptyRestarts(leases []*leaseInfo, from, to time.Duration, ex
 		if b.Observed || b.Open || !b.Ended.RestartedEmpty() || b.End < from || b.End > to || !heldOn(leases, b.node()) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s restarted empty (0 keys; persistence %s) at %s (%s): every grant it held was forgotten",
-			b.node(), b.Ended.Persistence, secs(b.End), b.Fault))
+		out = append(out, fmt.Sprintf("%s restarted empty (0 keys; %s) at %s (%s): every grant it held was forgotten",
+			b.node(), b.Ended.Kept(), secs(b.End), b.Fault))
 		explained[i] = true
 	}
 	return out

@@ -102,3 +102,10 @@ func TestEtcdKillMember(t *testing.T) {
 	needEtcd(t)
 	runEntry(t, "etcd-kill-member", 1)
 }
+
+// A member killed just after a grant, its data directory lost with it, is
+// removed and added back empty: safe.
+func TestEtcdReplaceMember(t *testing.T) {
+	needEtcd(t)
+	runEntry(t, "etcd-replace-member", 1)
+}

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -26,6 +28,31 @@ func TestCatalogSpecsAreValid(t *testing.T) {
 	}
 	if _, err := Lookup("nosuch"); err == nil || !strings.Contains(err.Error(), "failover-double-grant") {
 		t.Errorf("Lookup(nosuch) = %v, want the valid names", err)
+	}
+}
+
+// The pages a user reads first name every row the binary carries, and the
+// README's count is the catalog's: a row added without its line, or a
+// count left behind, states a wrong fact.
+func TestDocsNameEveryCatalogRow(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog, err := os.ReadFile("../docs/scenarios.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range Catalog {
+		if !strings.Contains(string(catalog), "| `"+e.Name+"` |") {
+			t.Errorf("docs/scenarios.md has no row for %s", e.Name)
+		}
+		if !strings.Contains(string(readme), "`"+e.Name+"`") {
+			t.Errorf("README.md does not name %s", e.Name)
+		}
+	}
+	if count := fmt.Sprintf("\n%d named, seeded scenarios", len(Catalog)); !strings.Contains(string(readme), count) {
+		t.Errorf("README.md does not say %q", strings.TrimSpace(count))
 	}
 }
 

@@ -537,7 +537,7 @@ func (p Plan) LockProvenance() *reports.LockProvenance {
 
 func (s Spec) lineWith(lock string) string {
 	line := fmt.Sprintf("topology %s · lock %s · nemesis %s · %d clients · ttl %v · hold %v · %v · persistence %s",
-		s.Topology, lock, s.Nemesis, s.Clients, s.TTL, s.Hold, s.TimeLimit, s.Persistence)
+		s.Topology, lock, s.Nemesis, s.Clients, s.TTL, s.Hold, s.TimeLimit, cluster.PersistenceOf(s.Topology, s.Persistence))
 	if s.Writes > 1 {
 		line += fmt.Sprintf(" · %d writes per grant", s.Writes)
 	}

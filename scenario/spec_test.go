@@ -176,3 +176,15 @@ func TestValidateNamesBadValues(t *testing.T) {
 		}
 	}
 }
+
+// The spec line states the persistence the nodes run with: an etcd
+// member keeps its log whatever --persistence says of Redis's nodes.
+func TestSpecLineStatesThePersistenceInEffect(t *testing.T) {
+	for topology, want := range map[string]string{"etcd": "persistence wal", "single": "persistence none"} {
+		s := Defaults()
+		s.Topology = topology
+		if line := s.Line(); !strings.Contains(line, want) {
+			t.Errorf("%s: %q, want %q", topology, line, want)
+		}
+	}
+}
