@@ -25,7 +25,9 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 			"         under a seeded mix of faults, 3 seeds) that explore without an expectation\n"+
 			"  libs   "+wrap(runner.LibsSuiteSummary(), 90, "         ")+"\n\n"+
 			"--lock or --worker-cmd runs every scenario with that lock instead (rows on topologies it does\n"+
-			"not run on, and rows that need fencing tokens it does not hand out, are skipped).\n\n"+
+			"not run on, and rows that need fencing tokens it does not hand out, are skipped); a libs row\n"+
+			"is then named for that lock (\"LOCK on TOPOLOGY x FAULT\"), and rows that became the same\n"+
+			"run once. --rows picks rows without changing their lock (suite libs --rows etcd).\n\n"+
 			"`harness suite merge DIR...` joins the results of a suite run in parts (--shard 1/n ... n/n,\n"+
 			"on as many machines) into one suite page, results.json and JUnit file.\n\n"+
 			"Exits 0 exactly when every catalog run met its expectation, 1 when one did not, 255 when\n"+
@@ -101,7 +103,10 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		if skipped := len(plan) - len(kept); skipped > 0 {
 			fmt.Fprintf(stderr, "suite %s: skipping %d runs the lock cannot take part in: on topologies it does not run on, or writing through fences it does not hand out\n", name, skipped)
 		}
-		plan = kept
+		plan = runner.WithLock(kept, kept[0].Spec.Lock)
+		if same := len(kept) - len(plan); same > 0 {
+			fmt.Fprintf(stderr, "suite %s: %d runs became runs already planned once the lock is %s (rows of libraries on the same topology): each runs once\n", name, same, kept[0].Spec.Lock)
+		}
 	}
 	if *rows != "" {
 		kept := slices.DeleteFunc(slices.Clone(plan), func(p runner.Planned) bool { return !strings.Contains(p.Row, *rows) })

@@ -28,6 +28,34 @@ type Planned struct {
 	plan *scenario.Plan
 	// order is the place of the run's row in the suite (PlanSuite).
 	order int
+	// byLock names a library's row, and its runs, for the lock that
+	// runs in the library's place (WithLock); nil for a catalog row,
+	// named for its scenario whatever lock runs it.
+	byLock func(lock string) (row, name string)
+}
+
+// WithLock is plan once every library row is named for lock, the lock a
+// suite runs in every library's place (--lock, --worker-cmd): a row names
+// the lock that ran, not the library it stood in for, and rows that
+// became one (two libraries on one topology) run once.
+func WithLock(plan []Planned, lock string) []Planned {
+	type run struct {
+		row  string
+		seed int64
+	}
+	seen := map[run]bool{}
+	out := plan[:0:0]
+	for _, p := range plan {
+		if p.byLock != nil {
+			p.Row, p.Spec.Name = p.byLock(lock)
+		}
+		if seen[run{p.Row, p.Spec.Seed}] {
+			continue
+		}
+		seen[run{p.Row, p.Spec.Seed}] = true
+		out = append(out, p)
+	}
+	return out
 }
 
 // ResolveSuite resolves every planned run's spec once, so that a suite
@@ -270,24 +298,30 @@ func libraryRuns(seeds int) []Planned {
 		}
 		s := scenario.Defaults()
 		s.Topology, s.Lock, s.WorkerCmd, s.Nemesis, s.TTL = cl.Topology, lib.lock, lib.workerCmd, nemesis, scenario.Duration(time.Second)
-		row, name := lib.name+" × "+nemesis, "libs-"+lib.name+"-"+nemesis
+		row, name := lib.name+reports.CompareSep+nemesis, "libs-"+lib.name+"-"+nemesis
 		if cl.Topology != lib.topology {
-			row, name = lib.name+" on "+cl.Topology+" × "+nemesis, "libs-"+lib.name+"-"+cl.Topology+"-"+nemesis
+			row, name = lib.name+" on "+cl.Topology+reports.CompareSep+nemesis, "libs-"+lib.name+"-"+cl.Topology+"-"+nemesis
 		}
+		rowEnd, nameEnd := "", ""
 		if long != "" {
 			// Real critical sections write as they go: a lease lost
 			// mid-hold is judged at the next write.
 			s.Hold, s.Writes = scenario.Duration(longHold*float64(s.TTL)), longHoldWrites
 			s.TimeLimit = scenario.Duration(12 * time.Second)
-			row, name = row+" · "+long, name+"-long"
+			rowEnd, nameEnd = " · "+long, "-long"
 			if long == failoverRow {
-				name += "-failover"
+				nameEnd += "-failover"
 			}
 		}
-		s.Name = name
+		s.Name = name + nameEnd
+		spec := s
+		byLock := func(lock string) (string, string) {
+			spec.Lock = lock
+			return lock + " on " + cl.Topology + reports.CompareSep + nemesis + rowEnd, "libs-" + spec.DefaultName() + nameEnd
+		}
 		for seed := 1; seed <= seeds; seed++ {
 			s.Seed = int64(seed)
-			p := Planned{Row: row, Spec: s}
+			p := Planned{Row: row + rowEnd, Spec: s, byLock: byLock}
 			if nemesis == faults.None {
 				p.Expect = &scenario.Expect{}
 			}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -83,6 +84,46 @@ func TestPlanSuite(t *testing.T) {
 // The scorecard's tables are what the faults say of themselves: a fault
 // added to the registry with a table runs in it and is named by
 // `harness suite --help`, with no other edit.
+// A libs suite run with one lock in every library's place names its rows
+// for that lock, and runs once what two libraries' rows became: the page
+// never says etcd-fenced where etcd ran.
+func TestLibsRowsWithALockNameTheLockThatRan(t *testing.T) {
+	libs, err := PlanSuite("libs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onEtcd []Planned
+	for _, p := range libs {
+		if p.Spec.Topology == "etcd" {
+			p.Spec.Lock = "etcd"
+			onEtcd = append(onEtcd, p)
+		}
+	}
+	if len(onEtcd) == 0 {
+		t.Fatal("no libs row on etcd")
+	}
+	got := WithLock(onEtcd, "etcd")
+	if len(got) != len(onEtcd)/2 {
+		t.Errorf("%d runs of %d, want the %d of one library", len(got), len(onEtcd), len(onEtcd)/2)
+	}
+	seen := map[string]bool{}
+	for _, p := range got {
+		if !strings.HasPrefix(p.Row, "etcd on etcd"+reports.CompareSep) || strings.Contains(p.Row+p.Spec.Name, "fenced") {
+			t.Errorf("row %q, run %q: want it named for etcd on etcd", p.Row, p.Spec.Name)
+		}
+		key := fmt.Sprint(p.Row, "/", p.Spec.Name, "/", p.Spec.Seed)
+		if seen[key] {
+			t.Errorf("%s planned twice", key)
+		}
+		seen[key] = true
+	}
+	// A catalog row keeps its scenario's name, whatever lock runs it.
+	quick, _ := PlanSuite("quick")
+	if got := WithLock(quick[:1], "etcd"); got[0].Row != quick[0].Row {
+		t.Errorf("catalog row %q renamed %q", quick[0].Row, got[0].Row)
+	}
+}
+
 func TestScorecardTablesComeFromTheFaults(t *testing.T) {
 	added := faults.Fault{Name: "test-stall", Summary: "a fault of this test", Scored: []faults.Scorecard{faults.ScoreLongHold},
 		Run: func(context.Context, *faults.Env, *rand.Rand, options.Values) error { return nil }}
