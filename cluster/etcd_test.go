@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,20 +15,17 @@ import (
 )
 
 func startEtcdTopology(t *testing.T) (*cluster.Cluster, *faults.Network) {
+	return startTopology(t, "etcd", cluster.Spec{Topology: cluster.Etcd})
+}
+
+// putOneKey writes one key through the first member's JSON gateway.
+func putOneKey(t *testing.T, c *cluster.Cluster) {
 	t.Helper()
-	if _, err := exec.LookPath("etcd"); err != nil {
-		t.Skip("etcd not installed; run `make setup`")
-	}
-	net := faults.NewNetwork()
-	t.Cleanup(net.Close)
-	start := time.Now()
-	c, err := cluster.Start(context.Background(), cluster.Spec{Topology: cluster.Etcd, Backend: "local", Dir: t.TempDir(), Link: net.Proxy})
+	put, err := http.Post("http://"+c.Nodes[0].Addr()+"/v3/kv/put", "application/json", strings.NewReader(`{"key":"a2V5","value":"dg=="}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	t.Logf("etcd topology healthy in %v", time.Since(start))
-	return c, net
+	put.Body.Close()
 }
 
 // leader asks a member whom it follows, over its own (unfaulted) address.
@@ -122,11 +118,7 @@ func TestEtcdMemberCutFromItsPeersLosesTheLeadership(t *testing.T) {
 func TestEtcdMemberRestartsWithItsData(t *testing.T) {
 	c, _ := startEtcdTopology(t)
 	ctx := context.Background()
-	put, err := http.Post("http://"+c.Nodes[0].Addr()+"/v3/kv/put", "application/json", strings.NewReader(`{"key":"a2V5","value":"dg=="}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	put.Body.Close()
+	putOneKey(t, c)
 	n := c.Nodes[2]
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
@@ -134,17 +126,7 @@ func TestEtcdMemberRestartsWithItsData(t *testing.T) {
 	if err := n.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		keys, err := c.KeyCount(ctx, n)
-		if err == nil && keys == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restarted member holds %d keys (%v), want 1", keys, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	holdsKeys(t, c, n, 1, "the restarted member")
 	if err := c.MoveClocks(); err == nil || !strings.Contains(err.Error(), "Go program") {
 		t.Errorf("MoveClocks on etcd: %v", err)
 	}
@@ -173,11 +155,7 @@ func TestEtcdPlanRefusesWhatItCannotStart(t *testing.T) {
 func TestEtcdMemberThatLostItsDataIsAddedBack(t *testing.T) {
 	c, _ := startEtcdTopology(t)
 	ctx := context.Background()
-	put, err := http.Post("http://"+c.Nodes[0].Addr()+"/v3/kv/put", "application/json", strings.NewReader(`{"key":"a2V5","value":"dg=="}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	put.Body.Close()
+	putOneKey(t, c)
 	n := c.Nodes[1]
 	before, _ := leader(t, c, n)
 	if err := n.Kill(); err != nil {
@@ -200,17 +178,7 @@ func TestEtcdMemberThatLostItsDataIsAddedBack(t *testing.T) {
 	if after == 0 || after == before {
 		t.Errorf("member ID %x before, %x after: want a new one", before, after)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		keys, err := c.KeyCount(ctx, n)
-		if err == nil && keys == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the member added back holds %d keys (%v), want the cluster's 1", keys, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	holdsKeys(t, c, n, 1, "the member added back")
 	if _, err := c.Reset(ctx, 10*time.Second); err != nil {
 		t.Fatalf("reset after the member came back: %v", err)
 	}
@@ -224,6 +192,23 @@ func TestEtcdMemberThatLostItsDataIsAddedBack(t *testing.T) {
 		if !dialled(t, log, logFrom, fmt.Sprintf("%x", id)) {
 			t.Errorf("the member added back never opened a stream to %s (%x): its log since the restart\n%s", peer.Name(), id, since(log, logFrom))
 		}
+	}
+}
+
+// holdsKeys waits up to 5 s for member n to hold want keys of the
+// cluster's (a member catches up from the leader after a restart).
+func holdsKeys(t *testing.T, c *cluster.Cluster, n cluster.Node, want int64, who string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		keys, err := c.KeyCount(context.Background(), n)
+		if err == nil && keys == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %d keys (%v), want the cluster's %d", who, keys, err, want)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

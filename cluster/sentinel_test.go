@@ -12,20 +12,27 @@ import (
 )
 
 func startSentinelTopology(t *testing.T) (*cluster.Cluster, *faults.Network) {
+	return startTopology(t, "redis-sentinel", cluster.Spec{Topology: "sentinel", Persistence: cluster.PersistNone})
+}
+
+// startTopology starts spec's topology on the local backend with its
+// links through a fault network, both stopped when the test ends; a test
+// whose server binary is not installed is skipped.
+func startTopology(t *testing.T, binary string, spec cluster.Spec) (*cluster.Cluster, *faults.Network) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-sentinel"); err != nil {
-		t.Skip("redis-sentinel not installed; run `make setup`")
+	if _, err := exec.LookPath(binary); err != nil {
+		t.Skipf("%s not installed; run `make setup`", binary)
 	}
 	net := faults.NewNetwork()
 	t.Cleanup(net.Close)
 	start := time.Now()
-	c, err := cluster.Start(context.Background(), cluster.Spec{Topology: "sentinel", Backend: "local",
-		Persistence: cluster.PersistNone, Dir: t.TempDir(), Link: net.Proxy})
+	spec.Backend, spec.Dir, spec.Link = "local", t.TempDir(), net.Proxy
+	c, err := cluster.Start(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	t.Logf("sentinel topology settled in %v", time.Since(start))
+	t.Logf("%s topology up in %v", spec.Topology, time.Since(start))
 	return c, net
 }
 
