@@ -52,6 +52,18 @@ type Cost struct {
 	// changed hands.
 	HandoffsPerSec float64
 	Runs           int
+	// Alone says every run it was measured in ran alone (SuiteCell.Alone);
+	// otherwise other runs shared the machine, and a lock of more server
+	// processes lost more to them.
+	Alone bool
+}
+
+// Beside is how a page qualifies a cost measured beside other runs.
+func (c *Cost) Beside() string {
+	if c == nil || c.Alone {
+		return ""
+	}
+	return " (beside other runs)"
 }
 
 // Rate is the share of the cell's runs that were invalid, as a page shows
@@ -168,7 +180,7 @@ func CompareOf(dir string, s Suite) Compare {
 // be read.
 func costOf(dir string, runs []SuiteCell) *Cost {
 	var p50s, p99s []float64
-	grants, secs := 0, 0.0
+	grants, secs, alone := 0, 0.0, true
 	for _, run := range runs {
 		if run.Run == "" {
 			continue
@@ -187,13 +199,14 @@ func costOf(dir string, runs []SuiteCell) *Cost {
 			continue
 		}
 		p50s, p99s = append(p50s, acq.P50Ms), append(p99s, acq.P99Ms)
+		alone = alone && run.Alone
 		grants += acq.OK
 		secs += limit.Seconds()
 	}
 	if len(p50s) == 0 {
 		return nil
 	}
-	return &Cost{AcquireP50Ms: median(p50s), AcquireP99Ms: median(p99s), HandoffsPerSec: float64(grants) / secs, Runs: len(p50s)}
+	return &Cost{AcquireP50Ms: median(p50s), AcquireP99Ms: median(p99s), HandoffsPerSec: float64(grants) / secs, Runs: len(p50s), Alone: alone}
 }
 
 func median(v []float64) float64 {
@@ -210,7 +223,7 @@ func median(v []float64) float64 {
 // first run, then the cost of each candidate without faults.
 func (c Compare) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\nEach cell: runs with an anomaly / runs, and the anomalies found (runs each was in). Without faults: acquire latency and grants a second.\n\n", c.Title)
+	fmt.Fprintf(&b, "# %s\n\nEach cell: runs with an anomaly / runs, and the anomalies found (runs each was in). Without faults: acquire latency and grants a second, measured with each such run alone on the machine unless the cell says otherwise.\n\n", c.Title)
 	fmt.Fprintf(&b, "| lock | %s | acquire p50 / p99 without faults | handoffs/s |\n|---|%s---|---|\n",
 		strings.Join(c.Columns, " | "), strings.Repeat("---|", len(c.Columns)))
 	for _, r := range c.Rows {
@@ -227,7 +240,7 @@ func (c Compare) Markdown() string {
 		}
 		cost, rate := "not measured", "–"
 		if r.Cost != nil {
-			cost = fmt.Sprintf("%.1f / %.1f ms", r.Cost.AcquireP50Ms, r.Cost.AcquireP99Ms)
+			cost = fmt.Sprintf("%.1f / %.1f ms%s", r.Cost.AcquireP50Ms, r.Cost.AcquireP99Ms, r.Cost.Beside())
 			rate = fmt.Sprintf("%.1f", r.Cost.HandoffsPerSec)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Name, strings.Join(cells, " | "), cost, rate)

@@ -72,6 +72,10 @@ type SuiteCell struct {
 	Run     string  `json:"run,omitempty"`
 	Seconds float64 `json:"seconds"`
 	Error   string  `json:"error,omitempty"`
+	// Alone says the run had nothing else of the suite beside it: what
+	// it measured of its lock's cost is the lock's, not the machine's
+	// share of it.
+	Alone bool `json:"alone,omitempty"`
 }
 
 // Tally counts the suite's met, missed, explored and failed runs from its

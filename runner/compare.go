@@ -88,7 +88,8 @@ func ComparePlan(lockNames, nemeses []string, ttls []time.Duration, seeds int, b
 					if err := s.Validate(); err != nil {
 						return nil, fmt.Errorf("%s seed %d: %w", row, seed, err)
 					}
-					out = append(out, Planned{Row: row, Spec: s})
+					// Without faults a run measures the lock's cost.
+					out = append(out, Planned{Row: row, Spec: s, Alone: nemesis == faults.None})
 				}
 			}
 		}

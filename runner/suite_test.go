@@ -187,15 +187,38 @@ func TestSuiteWritesItsMatrix(t *testing.T) {
 	needRedis(t)
 	t.Cleanup(proc.KillAll)
 	store := t.TempDir()
-	suite, dir, err := RunSuite(context.Background(), "test", shortPlan(2), SuiteOptions{Store: store, WorkerBin: workerBin})
+	// Two runs at once, and a third that measures cost, which runs with
+	// nothing beside it.
+	plan := shortPlan(3)
+	plan[0].Alone = true
+	type span struct {
+		from, to time.Time
+		alone    bool
+	}
+	var mu sync.Mutex
+	var spans []span
+	done := func(p Planned, cell reports.SuiteCell, _ string, _ Outcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		spans = append(spans, span{now.Add(-time.Duration(cell.Seconds * float64(time.Second))), now, cell.Alone})
+	}
+	suite, dir, err := RunSuite(context.Background(), "test", plan, SuiteOptions{Store: store, WorkerBin: workerBin, Parallel: 2, Done: done})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !suite.Passed || !suite.Complete || suite.Met != 2 || len(suite.Rows) != 1 || len(suite.Rows[0].Cells) != 2 {
+	if !suite.Passed || !suite.Complete || suite.Met != 3 || len(suite.Rows) != 1 || len(suite.Rows[0].Cells) != 3 {
 		t.Fatalf("suite %+v", suite)
 	}
+	for _, a := range spans {
+		for _, b := range spans {
+			if a.alone && a != b && a.from.Before(b.to) && b.from.Before(a.to) {
+				t.Errorf("the run alone (%v to %v) overlapped another (%v to %v)", a.from, a.to, b.from, b.to)
+			}
+		}
+	}
 	back, err := reports.ReadSuite(dir)
-	if err != nil || back.Met != 2 {
+	if err != nil || back.Met != 3 || !back.Rows[0].Cells[0].Alone || back.Rows[0].Cells[1].Alone {
 		t.Fatalf("results.json: %+v, %v", back, err)
 	}
 	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
