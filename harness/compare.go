@@ -74,7 +74,18 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(stderr)
 	defer stop()
 	defer proc.KillAll()
-	fmt.Fprintf(stdout, "compare: %d runs, %d at once\n", len(plan), max(1, min(*parallel, len(plan))))
+	alone := 0
+	for _, p := range plan {
+		if p.Alone {
+			alone++
+		}
+	}
+	if faulted := len(plan) - alone; faulted > 0 {
+		fmt.Fprintf(stdout, "compare: %d runs under faults, %d at once, then ", faulted, max(1, min(*parallel, faulted)))
+	} else {
+		fmt.Fprint(stdout, "compare: ")
+	}
+	fmt.Fprintf(stdout, "%d without faults one at a time (they measure what each lock costs)\n", alone)
 	suite, dir, err := runner.RunSuite(ctx, "compare", plan, runner.SuiteOptions{Store: *store, CheckTimeout: *checkTimeout,
 		Progress: stdout, Parallel: *parallel, Reuse: *reuse})
 	if err != nil {
