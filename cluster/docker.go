@@ -361,6 +361,10 @@ func (n *DockerNode) Paused() bool {
 	return err == nil && st.Paused
 }
 
+// freezeTries is how many times a pause is asked of runc before its
+// "unable to freeze" is taken for an answer.
+const freezeTries = 5
+
 // Pause freezes every process of the container (the cgroup freezer behind
 // `docker pause`), as a long GC or VM stall would.
 func (n *DockerNode) Pause() error { return n.setPaused(true) }
@@ -377,7 +381,17 @@ func (n *DockerNode) setPaused(paused bool) error {
 	defer cancel()
 	op, err := "pause", error(nil)
 	if paused {
-		_, err = n.cli.ContainerPause(ctx, n.containerID(), docker.ContainerPauseOptions{})
+		// runc freezes a cgroup by chance: on a busy machine the freezer
+		// can miss a process that is forking or exiting, and runc gives
+		// up ("unable to freeze") with the container left running
+		// (opencontainers/runc#2791). Another try almost always takes.
+		for try := 0; ; try++ {
+			_, err = n.cli.ContainerPause(ctx, n.containerID(), docker.ContainerPauseOptions{})
+			if err == nil || try == freezeTries-1 || !strings.Contains(err.Error(), "unable to freeze") {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	} else {
 		op = "unpause"
 		_, err = n.cli.ContainerUnpause(ctx, n.containerID(), docker.ContainerUnpauseOptions{})
