@@ -21,7 +21,8 @@ import (
 type busRouter struct {
 	ln net.Listener
 	// links maps a peer, as sender tells it, to the address of its link to
-	// node (under mu once the router serves).
+	// node; under mu, since routes are added while the router serves
+	// (route, alias).
 	links map[string]string
 	// sender tells which peer a connection comes from; it may peek at
 	// the start of the connection through r, which forward passes on.
@@ -55,12 +56,24 @@ func newRouter(node string, links map[string]string, sender func(net.Conn, *bufi
 
 func (r *busRouter) port() int { return r.ln.Addr().(*net.TCPAddr).Port }
 
-// alias routes connections from sender as from was routed (an etcd member
-// added back under a new ID).
-func (r *busRouter) alias(sender, from string) {
+// route hands connections from sender to the link at addr.
+func (r *busRouter) route(sender, addr string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.links[sender] = r.links[from]
+	r.links[sender] = addr
+}
+
+// alias routes connections from sender as those from from are routed (an
+// etcd member added back under a new ID).
+func (r *busRouter) alias(sender, from string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	addr, ok := r.links[from]
+	if !ok {
+		return fmt.Errorf("the router of %s routes no peer %q", r.ln.Addr(), from)
+	}
+	r.links[sender] = addr
+	return nil
 }
 
 func (r *busRouter) serve() {

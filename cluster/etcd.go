@@ -156,10 +156,8 @@ func startEtcd(ctx context.Context, c *Cluster) error {
 	// which etcd derives each member's ID, which the routers need.
 	token := "lockharness-" + randomHex(6)
 	routers := map[string]*busRouter{}
-	links := map[string]map[string]string{}
 	for _, to := range names {
-		links[to] = map[string]string{}
-		r, err := newRouter(to, links[to], etcdSender)
+		r, err := newRouter(to, map[string]string{}, etcdSender)
 		if err != nil {
 			return err
 		}
@@ -179,7 +177,7 @@ func startEtcd(ctx context.Context, c *Cluster) error {
 		if err != nil {
 			return err
 		}
-		links[to][""] = addr
+		routers[to].route("", addr)
 		c.internal[to] = addr
 		for _, from := range names {
 			if from == to {
@@ -188,7 +186,7 @@ func startEtcd(ctx context.Context, c *Cluster) error {
 			if addr, err = s.Link(peerLinkName(from, to), upstream); err != nil {
 				return err
 			}
-			links[to][etcdMemberID(peerURL(routers[from]), token)] = addr
+			routers[to].route(etcdMemberID(peerURL(routers[from]), token), addr)
 		}
 	}
 	// A member's write-ahead log preallocates 64 MB: the data directories
@@ -231,32 +229,53 @@ func startEtcd(ctx context.Context, c *Cluster) error {
 // message through the member's own link, and a partition of one pair
 // would cut none.
 func checkMemberIDs(ctx context.Context, c *Cluster, token string, routers map[string]*busRouter) error {
-	var out struct {
-		Members []struct {
-			ID   string `json:"ID"`
-			Name string `json:"name"`
-		} `json:"members"`
-	}
-	if err := etcdCall(ctx, c.Nodes[0].Addr(), "/v3/cluster/member/list", map[string]any{}, &out); err != nil {
+	members, err := etcdMembers(ctx, c.Nodes[0].Addr())
+	if err != nil {
 		return fmt.Errorf("etcd member list: %w", err)
 	}
-	for _, m := range out.Members {
-		id, err := strconv.ParseUint(m.ID, 10, 64)
+	for _, m := range members {
+		id, err := m.hexID()
 		if err != nil {
-			return fmt.Errorf("etcd member %s: ID %q: %w", m.Name, m.ID, err)
+			return err
 		}
 		r, ok := routers[m.Name]
 		if !ok {
 			return fmt.Errorf("etcd member %q is none of the planned members", m.Name)
 		}
-		if want := etcdMemberID(peerURL(r), token); strconv.FormatUint(id, 16) != want {
-			return fmt.Errorf("etcd member %s has ID %x, not %s as its peer URL and the cluster token make it", m.Name, id, want)
+		if want := etcdMemberID(peerURL(r), token); id != want {
+			return fmt.Errorf("etcd member %s has ID %s, not %s as its peer URL and the cluster token make it", m.Name, id, want)
 		}
 	}
-	if len(out.Members) != len(routers) {
-		return fmt.Errorf("etcd lists %d members, not %d", len(out.Members), len(routers))
+	if len(members) != len(routers) {
+		return fmt.Errorf("etcd lists %d members, not %d", len(members), len(routers))
 	}
 	return nil
+}
+
+// etcdMemberInfo is a member as the JSON gateway's member list gives it.
+type etcdMemberInfo struct {
+	ID       string   `json:"ID"` // decimal
+	Name     string   `json:"name"`
+	PeerURLs []string `json:"peerURLs"`
+}
+
+// etcdMembers lists the cluster's members, asking the member at addr.
+func etcdMembers(ctx context.Context, addr string) ([]etcdMemberInfo, error) {
+	var out struct {
+		Members []etcdMemberInfo `json:"members"`
+	}
+	err := etcdCall(ctx, addr, "/v3/cluster/member/list", map[string]any{}, &out)
+	return out.Members, err
+}
+
+// hexID spells the member's ID (decimal, as the gateway gives it) the way
+// a Raft request names it: hex.
+func (m etcdMemberInfo) hexID() (string, error) {
+	id, err := strconv.ParseUint(m.ID, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("etcd member %s: ID %q: %w", m.Name, m.ID, err)
+	}
+	return strconv.FormatUint(id, 16), nil
 }
 
 func peerURL(r *busRouter) string { return "http://127.0.0.1:" + strconv.Itoa(r.port()) }
@@ -345,12 +364,17 @@ func etcdHealthy(ctx context.Context, addr string) error {
 	return nil
 }
 
-// etcdKeys counts the keys a member holds itself (a serializable read).
+// etcdKeys counts the keys a member holds once it has caught up: a
+// linearizable read on a member first waits until it has applied what
+// the leader had committed (ReadIndex), then counts its own store. A
+// serializable read would count a member just restarted, or just added
+// back empty, before the leader has filled it, and call it empty when the
+// quorum forgot nothing. A member without a leader cannot answer.
 func etcdKeys(ctx context.Context, addr string) (int64, error) {
 	var out struct {
 		Count string `json:"count"`
 	}
-	all := map[string]any{"key": "AA==", "range_end": "AA==", "count_only": true, "serializable": true}
+	all := map[string]any{"key": "AA==", "range_end": "AA==", "count_only": true}
 	if err := etcdCall(ctx, addr, "/v3/kv/range", all, &out); err != nil {
 		return 0, err
 	}
@@ -465,24 +489,19 @@ func etcdDo(ctx context.Context, method, addr, path string, body io.Reader, out 
 // every peer's router learns to route as the old one) and started to join
 // the existing cluster, which sends it the data.
 func rejoinEtcd(ctx context.Context, c *Cluster, n *serverConf, routers map[string]*busRouter) error {
-	var via string
+	// The steps go through any member that runs, the next one after a
+	// step fails: one cut off from the quorum cannot take them.
+	var vias []string
 	for _, o := range c.Nodes {
 		if o.Name() != n.name && o.Running() && !o.Paused() {
-			via = o.Addr()
-			break
+			vias = append(vias, o.Addr())
 		}
 	}
-	if via == "" {
+	if len(vias) == 0 {
 		return fmt.Errorf("etcd member %s lost its data, and no other member runs to add it back", n.name)
 	}
-	type member struct {
-		ID       string   `json:"ID"`
-		Name     string   `json:"name"`
-		PeerURLs []string `json:"peerURLs"`
-	}
-	var list struct {
-		Members []member `json:"members"`
-	}
+	at := 0
+	var members []etcdMemberInfo
 	// Each step goes through Raft and may time out having happened (a
 	// leader lost with the member, an election under way), and etcd adds
 	// a voting member only once every member has been connected to the
@@ -491,6 +510,10 @@ func rejoinEtcd(ctx context.Context, c *Cluster, n *serverConf, routers map[stri
 	oldID, newID := etcdMemberID(n.etcd.advertised, n.etcd.token), ""
 	var failed error // the last step's error, if it failed
 	for round := 0; newID == ""; round++ {
+		if failed != nil {
+			at++
+		}
+		via := vias[at%len(vias)]
 		if round > 0 {
 			select {
 			case <-ctx.Done():
@@ -498,29 +521,29 @@ func rejoinEtcd(ctx context.Context, c *Cluster, n *serverConf, routers map[stri
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
-		// A fresh list each time: decoding into the last one would keep a
-		// field the answer leaves out (the name of a member not started).
-		list.Members = nil
-		if failed = etcdCall(ctx, via, "/v3/cluster/member/list", map[string]any{}, &list); failed != nil {
+		// A fresh list each time (etcdMembers decodes into a new one: one
+		// decoded into the last would keep a field the answer leaves out,
+		// the name of a member not started).
+		if members, failed = etcdMembers(ctx, via); failed != nil {
 			continue
 		}
-		i := slices.IndexFunc(list.Members, func(m member) bool { return slices.Contains(m.PeerURLs, n.etcd.advertised) })
+		i := slices.IndexFunc(members, func(m etcdMemberInfo) bool { return slices.Contains(m.PeerURLs, n.etcd.advertised) })
 		switch {
 		case i < 0:
 			failed = etcdCall(ctx, via, "/v3/cluster/member/add", map[string]any{"peerURLs": []string{n.etcd.advertised}}, nil)
-		case list.Members[i].Name != "": // the member that lost its data
-			if oldID, failed = hexID(list.Members[i].ID); failed != nil {
+		case members[i].Name != "": // the member that lost its data
+			if oldID, failed = members[i].hexID(); failed != nil {
 				return failed
 			}
-			failed = etcdCall(ctx, via, "/v3/cluster/member/remove", map[string]any{"ID": list.Members[i].ID}, nil)
+			failed = etcdCall(ctx, via, "/v3/cluster/member/remove", map[string]any{"ID": members[i].ID}, nil)
 		default: // added, not yet started: it has no name until it starts
-			if newID, failed = hexID(list.Members[i].ID); failed != nil {
+			if newID, failed = members[i].hexID(); failed != nil {
 				return failed
 			}
 		}
 	}
 	var initial []string
-	for _, m := range list.Members {
+	for _, m := range members {
 		name := cmp.Or(m.Name, n.name) // the one added has no name until it starts
 		for _, u := range m.PeerURLs {
 			initial = append(initial, name+"="+u)
@@ -528,24 +551,13 @@ func rejoinEtcd(ctx context.Context, c *Cluster, n *serverConf, routers map[stri
 	}
 	for to, r := range routers {
 		if to != n.name {
-			r.alias(newID, oldID)
+			if err := r.alias(newID, oldID); err != nil {
+				return fmt.Errorf("etcd member %s added back as %s: %w", n.name, newID, err)
+			}
 		}
 	}
 	n.etcd.initialCluster, n.etcd.state, n.etcd.lost = strings.Join(initial, ","), "existing", false
 	return nil
-}
-
-// hexID spells a member ID as the gateway gives it (decimal) the way a
-// Raft request names it (hex); "" for none.
-func hexID(decimal string) (string, error) {
-	if decimal == "" {
-		return "", nil
-	}
-	id, err := strconv.ParseUint(decimal, 10, 64)
-	if err != nil {
-		return "", fmt.Errorf("etcd member ID %q: %w", decimal, err)
-	}
-	return strconv.FormatUint(id, 16), nil
 }
 
 // PeerLinks are the names of every link a member's Raft traffic crosses,

@@ -302,11 +302,24 @@ func (n *serverConf) LoseData() error {
 }
 
 func (n *LocalNode) start(ctx context.Context) error {
+	if n.etcd != nil && n.etcd.lost {
+		// etcd's 5 s reconfiguration check, and elections on a busy
+		// machine, come first.
+		rejoinCtx, cancel := context.WithTimeout(ctx, rejoinWithin)
+		err := n.etcd.rejoin(rejoinCtx, n.serverConf)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+	}
 	if err := n.launch(); err != nil {
 		return err
 	}
 	return n.waitReady(ctx)
 }
+
+// rejoinWithin bounds adding back an etcd member that lost its data.
+const rejoinWithin = 30 * time.Second
 
 // binary is the program the node runs.
 func (n *serverConf) binary() string {
@@ -321,14 +334,6 @@ func (n *serverConf) binary() string {
 
 // launch starts the node's process without waiting for it to answer.
 func (n *LocalNode) launch() error {
-	if n.etcd != nil && n.etcd.lost {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := n.etcd.rejoin(ctx, n.serverConf)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("node %s: %w", n.name, err)
-		}
-	}
 	binary := n.binary()
 	bin, err := exec.LookPath(binary)
 	if err != nil {

@@ -48,6 +48,8 @@ var redisCluster = topology{
 	name:    RedisCluster,
 	summary: fmt.Sprintf("Redis Cluster: --shards primaries (default %d) with --replicas replicas each (default %d), node timeout %v", DefaultShards, DefaultReplicas, clusterNodeTimeout),
 	has:     []Capability{access.Primary, access.Replicas, Slots, NodeControl, Replication, Failover},
+	keptIdentity: "a Redis Cluster node keeps its ID and slots in nodes.conf beside its data; " +
+		"without them it comes back a stranger to its cluster, which takes CLUSTER FORGET, CLUSTER MEET and its slots assigned again (not built)",
 	plan: func(s Spec) (plan, error) {
 		if s.Nodes != 0 {
 			return plan{}, fmt.Errorf("topology cluster is sized by --shards and --replicas, not --nodes %d", s.Nodes)

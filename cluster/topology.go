@@ -77,6 +77,10 @@ type topology struct {
 	// fixedClocks says why the clock shim cannot move the nodes' clocks;
 	// empty: it can wherever the harness runs the nodes (NodeControl).
 	fixedClocks string
+	// keptIdentity says why a node cannot restart without its data (its
+	// identity is in its data too); empty: LoseData does what a lost disk
+	// would.
+	keptIdentity string
 	// cutOffWrites is how long a primary cut off from its peers goes on
 	// taking writes (Redis Cluster: the node timeout, after which it sees
 	// itself in the minority); 0: until it is demoted.
@@ -231,16 +235,20 @@ func offers(t *topology, caps []Capability) bool { return len(lacking(t, caps)) 
 
 // Persistence is how the nodes keep their data across a restart
 // (PersistNone, PersistAOFAlways; an etcd member's PersistWAL).
-func (c *Cluster) Persistence() string { return cmp.Or(c.top.persistence, c.spec.Persistence) }
+func (c *Cluster) Persistence() string { return c.top.persistenceFor(c.spec.Persistence) }
 
 // PersistenceOf is the persistence a topology's nodes run with when a
-// spec asks for persistence: the topology's own where it has one way only.
+// spec asks for persistence.
 func PersistenceOf(topology, persistence string) string {
-	if t, err := lookup(topology); err == nil && t.persistence != "" {
-		return t.persistence
+	if t, err := lookup(topology); err == nil {
+		return t.persistenceFor(persistence)
 	}
 	return persistence
 }
+
+// persistenceFor is the topology's one way of keeping data where it has
+// only one, else the one asked for.
+func (t *topology) persistenceFor(asked string) string { return cmp.Or(t.persistence, asked) }
 
 // MoveClocks reports whether the clock faults can move the nodes' wall
 // clocks (the clock shim), or says why not.
@@ -250,6 +258,18 @@ func (c *Cluster) MoveClocks() error {
 	}
 	if c.top.fixedClocks != "" {
 		return fmt.Errorf("topology %s's clocks cannot be moved: %s", c.Topology, c.top.fixedClocks)
+	}
+	return nil
+}
+
+// LoseData reports whether a node can restart as one whose disk was lost
+// (Node.LoseData), or says why not.
+func (c *Cluster) LoseData() error {
+	if err := c.Can(NodeControl); err != nil {
+		return err
+	}
+	if c.top.keptIdentity != "" {
+		return fmt.Errorf("topology %s's nodes cannot lose their data: %s", c.Topology, c.top.keptIdentity)
 	}
 	return nil
 }

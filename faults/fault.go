@@ -165,6 +165,11 @@ func (in Injection) Available(c *cluster.Cluster) error {
 				strings.Join(slices.DeleteFunc(words, func(w string) bool { return w == nodeReplica || w == nodeReplicas }), ", "), strings.Join(c.NodeNames(), ", "))
 		}
 	}
+	if in.Options[optData] == dataLost {
+		if err := c.LoseData(); err != nil {
+			return fmt.Errorf("nemesis %s: %w", in, err)
+		}
+	}
 	if lost, ok := in.Options[optLost]; ok {
 		names := strings.Split(lost, "/")
 		for _, name := range names {

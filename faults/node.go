@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image/color"
 	"math/rand"
@@ -82,7 +83,7 @@ var killNode = Fault{
 		{Name: optDelay, Kind: options.Duration, Summary: "how long the node stays down (default 0-100ms)"},
 		nodeOpt(nodeHolder+": the holder's node", true),
 		{Name: optData, Kind: options.Choice, Choices: []string{dataKept, dataLost},
-			Summary: "kept: the node restarts with what its persistence kept (default); lost: with its data removed, as if its disk had gone too"},
+			Summary: "kept: the node restarts with what its persistence kept (default); lost: with its data removed, as if its disk had gone too (not on a Redis Cluster, whose nodes keep their identity with their data)"},
 	},
 	Run: func(ctx context.Context, env *Env, rng *rand.Rand, opts options.Values) error {
 		drawn := someNode(env, rng)
@@ -108,8 +109,12 @@ var killNode = Fault{
 		lost := opts.Get(optData, dataKept) == dataLost
 		if lost {
 			if err := n.LoseData(); err != nil {
-				end("data not removed", history.Facts{Failed: "data not removed: " + err.Error()})
-				n.Restart(context.Background())
+				// The node comes back as it was, which is not this
+				// fault: the window ends failed, with whatever the
+				// restart said too.
+				env.DownIf(wasUp, n, down)
+				err = errors.Join(fmt.Errorf("data not removed: %w", err), n.Restart(context.Background()))
+				end("not done: "+err.Error(), history.Facts{Failed: err.Error()})
 				return err
 			}
 		}

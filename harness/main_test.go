@@ -27,6 +27,7 @@ func TestBadNamesListTheValidOnes(t *testing.T) {
 		{[]string{"rnu"}, `unknown command "rnu" (did you mean run? valid:`},
 		{[]string{"suite", "libs", "--rows", "nosuch"}, `--rows "nosuch": no row of suite libs holds it (rows: redsync × none;`},
 		{[]string{"run", "--nemesis", "nosuch"}, `unknown nemesis "nosuch" (valid: clock-drift, clock-jump, clock-skew, clock-strobe, cluster-failover, delay-write, failover, kill-client, kill-node`},
+		{[]string{"run", "--topology", "cluster", "--nemesis", "kill-node:data=lost"}, `topology cluster's nodes cannot lose their data: a Redis Cluster node keeps its ID and slots in nodes.conf`},
 		{[]string{"run", "--nemesis", "kill-node:delay=soon"}, `option delay=soon: want a duration like 500ms or 4s (valid: delay=D, node=holder|random|NAME, data=kept|lost)`},
 		{[]string{"run", "--nemesis", "partition-primary"}, `nemesis partition-primary: topology single has no replication`},
 		{[]string{"run", "--topology", "ring"}, `unknown topology "ring" (valid: single, sentinel, redlock, cluster, target, target-sentinel, etcd)`},

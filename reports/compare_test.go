@@ -65,6 +65,13 @@ func TestCompareOfASuite(t *testing.T) {
 		!strings.Contains(md, "| redlock | [0/1](../../redlock-none-1/index.html) | – | 4.0 / 8.0 ms (beside other runs) | 5.0 |") {
 		t.Errorf("markdown:\n%s", md)
 	}
+	if err := WriteCompare(suiteDir, c); err != nil {
+		t.Fatal(err)
+	}
+	if page, _ := os.ReadFile(filepath.Join(suiteDir, "compare.html")); !strings.Contains(string(page), "4.0 / 8.0 ms (beside other runs)") ||
+		strings.Contains(string(page), "2.0 / 4.0 ms (beside") {
+		t.Errorf("compare.html does not qualify redlock's cost alone:\n%s", page)
+	}
 	if !s.Comparable() || (Suite{Rows: []SuiteRow{{Scenario: "clean-cad"}}}).Comparable() {
 		t.Error("Comparable is wrong")
 	}

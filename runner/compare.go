@@ -77,7 +77,7 @@ func ComparePlan(lockNames, nemeses []string, ttls []time.Duration, seeds int, b
 				s := base
 				s.Topology, s.Lock, s.Nemesis, s.TTL = topology, lock, nemesis, scenario.Duration(ttl)
 				row := lock + reports.CompareSep + nemesis
-				name := "compare-" + strings.NewReplacer(":", "-", "=", "-", "+", "-", ",", "-").Replace(lock+"-"+nemesis)
+				name := "compare-" + dirSafe(lock+"-"+nemesis)
 				if len(ttls) > 1 {
 					row += " · ttl " + ttl.String()
 					name += "-ttl" + ttl.String()
@@ -96,4 +96,10 @@ func ComparePlan(lockNames, nemeses []string, ttls []time.Duration, seeds int, b
 	}
 	numberRows(out)
 	return out, nil
+}
+
+// dirSafe spells a lock or nemesis as it is given (redsync:tries=1,
+// partition+kill-node) in characters a run directory's name takes.
+func dirSafe(s string) string {
+	return strings.NewReplacer(":", "-", "=", "-", "+", "-", ",", "-").Replace(s)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -272,6 +273,51 @@ func (t *Topologies) give(k *keptTopology) {
 	t.idle = append(t.idle, k)
 }
 
+// Trim stops every kept topology but one of each start the plans will
+// take (a reset one serves each of a row of runs one at a time), and the
+// spares no run took, and waits for them all to stop: what runs next has
+// the machine to itself (a suite's runs alone).
+func (t *Topologies) Trim(plans []scenario.Plan) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	var keep, stop []*keptTopology
+	for _, k := range t.idle {
+		wanted := slices.ContainsFunc(plans, func(p scenario.Plan) bool { return k.cl.SameStart(p.Cluster) })
+		if wanted && !slices.ContainsFunc(keep, func(o *keptTopology) bool { return o.cl.SameStart(k.cl) }) {
+			keep = append(keep, k)
+		} else {
+			stop = append(stop, k)
+		}
+	}
+	t.idle = keep
+	var unused []*keptTopology
+	for _, sh := range t.spares {
+		unused = append(unused, sh.ready...)
+		sh.ready = nil
+	}
+	t.mu.Unlock()
+	closeAll(append(stop, unused...))
+	t.closing.Wait()
+	for _, k := range unused {
+		os.RemoveAll(k.dir)
+	}
+}
+
+// closeAll stops the topologies, all at once, and returns when they have.
+func closeAll(ks []*keptTopology) {
+	var wg sync.WaitGroup
+	for _, k := range ks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k.close()
+		}()
+	}
+	wg.Wait()
+}
+
 // Close stops every kept topology.
 func (t *Topologies) Close() {
 	if t == nil {
@@ -288,15 +334,7 @@ func (t *Topologies) Close() {
 		sh.ready = nil
 	}
 	t.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, k := range append(idle, unused...) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k.close()
-		}()
-	}
-	wg.Wait()
+	closeAll(append(idle, unused...))
 	t.closing.Wait()
 	// No run refers to a spare none took.
 	for _, k := range unused {

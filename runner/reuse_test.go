@@ -116,3 +116,42 @@ func TestSparesAreStartedAheadAndCleanedUp(t *testing.T) {
 		t.Errorf("after Close, %s holds %v; want only the taken spare's %s", dir, left, k.dir)
 	}
 }
+
+// Before runs alone, Trim stops what the suite kept but one topology of
+// each start those runs take: the rest would run beside them.
+func TestTrimKeepsOneOfEachStartToCome(t *testing.T) {
+	needRedis(t)
+	plan := func(name string) scenario.Plan {
+		e, err := scenario.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.Spec.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	single, redlock := plan("clean-cad"), plan("redlock-clean")
+	pool := NewTopologies()
+	defer pool.Close()
+	var kept []*keptTopology
+	for _, p := range []scenario.Plan{single, single, redlock} {
+		k := &keptTopology{cl: p.Cluster.Fresh(), net: faults.NewNetwork(), dir: t.TempDir()}
+		if err := k.cl.Start(context.Background(), filepath.Join(k.dir, "nodes"), k.net.Proxy); err != nil {
+			k.close()
+			t.Fatal(err)
+		}
+		kept = append(kept, k)
+		pool.give(k)
+	}
+	pool.Trim([]scenario.Plan{single, single})
+	if len(pool.idle) != 1 || pool.idle[0] != kept[0] {
+		t.Fatalf("kept %d topologies, want the first single one", len(pool.idle))
+	}
+	for i, k := range kept {
+		if running := k.cl.Nodes[0].Running(); running != (i == 0) {
+			t.Errorf("topology %d (%s): node running %v after Trim", i, k.cl.Topology, running)
+		}
+	}
+}

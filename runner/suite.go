@@ -304,10 +304,6 @@ func libraryRuns(seeds int) []Planned {
 		}
 		s := scenario.Defaults()
 		s.Topology, s.Lock, s.WorkerCmd, s.Nemesis, s.TTL = cl.Topology, lib.lock, lib.workerCmd, nemesis, scenario.Duration(time.Second)
-		row, name := lib.name+reports.CompareSep+nemesis, "libs-"+lib.name+"-"+nemesis
-		if cl.Topology != lib.topology {
-			row, name = lib.name+" on "+cl.Topology+reports.CompareSep+nemesis, "libs-"+lib.name+"-"+cl.Topology+"-"+nemesis
-		}
 		rowEnd, nameEnd := "", ""
 		if long != "" {
 			// Real critical sections write as they go: a lease lost
@@ -319,15 +315,21 @@ func libraryRuns(seeds int) []Planned {
 				nameEnd += "-failover"
 			}
 		}
-		s.Name = name + nameEnd
-		spec := s
-		byLock := func(lock string) (string, string) {
-			spec.Lock = lock
-			return lock + " on " + cl.Topology + reports.CompareSep + nemesis + rowEnd, "libs-" + spec.DefaultName() + nameEnd
+		// label names the row of who (a library, or the lock in its place)
+		// and its runs; "on TOPOLOGY" unless who is at home there.
+		label := func(who string, home bool) (row, name string) {
+			row, name = who, "libs-"+dirSafe(who)
+			if !home {
+				row, name = row+" on "+cl.Topology, name+"-"+cl.Topology
+			}
+			return row + reports.CompareSep + nemesis + rowEnd, name + "-" + nemesis + nameEnd
 		}
+		row, name := label(lib.name, cl.Topology == lib.topology)
+		s.Name = name
+		byLock := func(lock string) (string, string) { return label(lock, false) }
 		for seed := 1; seed <= seeds; seed++ {
 			s.Seed = int64(seed)
-			p := Planned{Row: row + rowEnd, Spec: s, byLock: byLock}
+			p := Planned{Row: row, Spec: s, byLock: byLock}
 			if nemesis == faults.None {
 				p.Expect = &scenario.Expect{}
 			}
@@ -480,7 +482,8 @@ func Cell(ctx context.Context, seed int64, took time.Duration, out Outcome, err 
 }
 
 // RunSuite carries out the planned runs (resolving any that ResolveSuite
-// did not), up to opt.Parallel at once, rewriting the suite's results.json
+// did not), up to opt.Parallel at once, then those to run alone
+// (Planned.Alone) one at a time with no kept topology beside them, rewriting the suite's results.json
 // and index.html under store/suites/<stamp>/ after each, so an interrupted
 // suite leaves a readable partial report. Rows and their cells keep the
 // plan's order whatever order the runs finish in. A run the harness fails
@@ -594,6 +597,16 @@ func RunSuite(ctx context.Context, name string, plan []Planned, opt SuiteOptions
 		}
 	}
 	Lanes(ctx, len(together), opt.Parallel, together, run)
+	if len(alone) > 0 {
+		// Nothing kept for the runs before may run beside these.
+		var next []scenario.Plan
+		for _, i := range alone {
+			if plan[i].plan != nil {
+				next = append(next, *plan[i].plan)
+			}
+		}
+		pool.Trim(next)
+	}
 	Lanes(ctx, len(alone), 1, alone, run)
 	suite = assemble()
 	if err := reports.WriteSuite(dir, suite); err != nil && writeErr == nil {

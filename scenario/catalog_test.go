@@ -47,8 +47,8 @@ func TestDocsNameEveryCatalogRow(t *testing.T) {
 		if !strings.Contains(string(catalog), "| `"+e.Name+"` |") {
 			t.Errorf("docs/scenarios.md has no row for %s", e.Name)
 		}
-		if !strings.Contains(string(readme), "`"+e.Name+"`") {
-			t.Errorf("README.md does not name %s", e.Name)
+		if !strings.Contains(string(readme), "| `"+e.Name+"` |") {
+			t.Errorf("README.md's catalog table has no row for %s", e.Name)
 		}
 	}
 	if count := fmt.Sprintf("\n%d named, seeded scenarios", len(Catalog)); !strings.Contains(string(readme), count) {
