@@ -33,6 +33,10 @@ type Space struct {
 	// NodeWords are, fault by fault, the words of its node option
 	// (holder, replica, ...) that a run of Base can take.
 	NodeWords map[string][]string
+	// Choices are, fault by fault and option by option, the choices a run
+	// of Base can take (kill-node's data=lost is refused on a Redis
+	// Cluster).
+	Choices map[string]map[string][]string
 }
 
 // The moments a fault is anchored to: a fixed time from the clients'
@@ -138,6 +142,20 @@ func NewSpace(base scenario.Spec, nemesis string) (Space, error) {
 					s.NodeWords = map[string][]string{}
 				}
 				s.NodeWords[name] = append(s.NodeWords[name], w)
+			}
+		}
+		for _, o := range f.Options {
+			for _, choice := range o.Choices {
+				try.Nemesis = name + ":" + o.Name + "=" + choice
+				if _, err := try.Resolve(); err == nil {
+					if s.Choices == nil {
+						s.Choices = map[string]map[string][]string{}
+					}
+					if s.Choices[name] == nil {
+						s.Choices[name] = map[string][]string{}
+					}
+					s.Choices[name][o.Name] = append(s.Choices[name][o.Name], choice)
+				}
 			}
 		}
 	}
@@ -373,7 +391,11 @@ func (s Space) setOption(rng *rand.Rand, ge *Gene, o options.Spec) {
 		}
 		v = d.String()
 	case options.Choice:
-		v = o.Choices[rng.Intn(len(o.Choices))]
+		choices := s.Choices[ge.Fault][o.Name]
+		if len(choices) == 0 {
+			return
+		}
+		v = choices[rng.Intn(len(choices))]
 	case options.Word:
 		if o.Name != "node" {
 			return
