@@ -292,17 +292,24 @@ func (t *Topologies) Trim(plans []scenario.Plan) {
 		}
 	}
 	t.idle = keep
-	var unused []*keptTopology
-	for _, sh := range t.spares {
-		unused = append(unused, sh.ready...)
-		sh.ready = nil
-	}
+	unused := t.untakenSpares()
 	t.mu.Unlock()
 	closeAll(append(stop, unused...))
 	t.closing.Wait()
 	for _, k := range unused {
 		os.RemoveAll(k.dir)
 	}
+}
+
+// untakenSpares hands over the spares started that no run took; t.mu is
+// held.
+func (t *Topologies) untakenSpares() []*keptTopology {
+	var unused []*keptTopology
+	for _, sh := range t.spares {
+		unused = append(unused, sh.ready...)
+		sh.ready = nil
+	}
+	return unused
 }
 
 // closeAll stops the topologies, all at once, and returns when they have.
@@ -328,11 +335,7 @@ func (t *Topologies) Close() {
 	t.cancel()
 	idle := t.idle
 	t.idle = nil
-	var unused []*keptTopology
-	for _, sh := range t.spares {
-		unused = append(unused, sh.ready...)
-		sh.ready = nil
-	}
+	unused := t.untakenSpares()
 	t.mu.Unlock()
 	closeAll(append(idle, unused...))
 	t.closing.Wait()
