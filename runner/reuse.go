@@ -294,7 +294,14 @@ func (t *Topologies) Trim(plans []scenario.Plan) {
 	t.idle = keep
 	unused := t.untakenSpares()
 	t.mu.Unlock()
-	closeAll(append(stop, unused...))
+	t.stop(stop, unused)
+}
+
+// stop stops kept topologies and spares no run took, waits for those the
+// resets refused too, and removes the spares' directories: no run refers
+// to them.
+func (t *Topologies) stop(kept, unused []*keptTopology) {
+	closeAll(append(kept, unused...))
 	t.closing.Wait()
 	for _, k := range unused {
 		os.RemoveAll(k.dir)
@@ -337,12 +344,7 @@ func (t *Topologies) Close() {
 	t.idle = nil
 	unused := t.untakenSpares()
 	t.mu.Unlock()
-	closeAll(append(idle, unused...))
-	t.closing.Wait()
-	// No run refers to a spare none took.
-	for _, k := range unused {
-		os.RemoveAll(k.dir)
-	}
+	t.stop(idle, unused)
 	t.mu.Lock()
 	for _, sh := range t.spares {
 		os.Remove(sh.dir) // if empty
